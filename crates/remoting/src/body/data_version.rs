@@ -1,0 +1,53 @@
+use serde_json::{Map, Value};
+
+use crate::error::BodyError;
+use crate::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+
+/// A broker's topic-config version; brokers and the NameServer compare all three fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DataVersion {
+    pub counter: i64,
+    pub state_version: i64,
+    pub timestamp: i64,
+}
+
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl DataVersion {
+    /// A missing timestamp defaults to "now", as the Java constructor does.
+    pub fn from_object(obj: &Map<String, Value>) -> Result<Self, BodyError> {
+        Ok(DataVersion {
+            counter: obj.i64_or("counter", 0)?,
+            state_version: obj.i64_or("stateVersion", 0)?,
+            timestamp: match obj.present("timestamp") {
+                Some(_) => obj.i64_or("timestamp", 0)?,
+                None => now_millis(),
+            },
+        })
+    }
+
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+        match parse_value(body)? {
+            Value::Object(obj) => Self::from_object(&obj),
+            _ => Err(BodyError::Format("DataVersion is not an object".into())),
+        }
+    }
+
+    pub fn write(&self, w: &mut JsonWriter) {
+        w.object(|w| {
+            w.key("counter").int(self.counter);
+            w.key("stateVersion").int(self.state_version);
+            w.key("timestamp").int(self.timestamp);
+        });
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = JsonWriter::new(JsonStyle::Fastjson);
+        self.write(&mut w);
+        w.finish()
+    }
+}

@@ -1,0 +1,118 @@
+//! A small async remoting client: many requests in flight on one connection, matched by opaque.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tokio::net::{TcpStream, ToSocketAddrs};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::command::RemotingCommand;
+use crate::frame::RemotingCodec;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("connect failed: {0}")]
+    Connect(std::io::Error),
+    #[error("connection closed")]
+    Closed,
+    #[error("request timed out")]
+    Timeout,
+}
+
+type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;
+
+/// A connection to a remoting server. Cloning shares the connection.
+#[derive(Clone)]
+pub struct Client {
+    outbound: mpsc::Sender<RemotingCommand>,
+    pending: Pending,
+    next_opaque: Arc<AtomicI32>,
+}
+
+impl Client {
+    pub async fn connect(addr: impl ToSocketAddrs) -> Result<Self, ClientError> {
+        let stream = TcpStream::connect(addr).await.map_err(ClientError::Connect)?;
+        stream.set_nodelay(true).map_err(ClientError::Connect)?;
+        Ok(Self::from_stream(stream))
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Self {
+        let (read, write) = stream.into_split();
+        let pending: Pending = Arc::default();
+        let (outbound, mut rx) = mpsc::channel::<RemotingCommand>(1024);
+        tokio::spawn(async move {
+            let mut sink = FramedWrite::new(write, RemotingCodec::new(usize::MAX));
+            while let Some(cmd) = rx.recv().await {
+                if sink.feed(cmd).await.is_err() {
+                    return;
+                }
+                while let Ok(cmd) = rx.try_recv() {
+                    if sink.feed(cmd).await.is_err() {
+                        return;
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    return;
+                }
+            }
+        });
+        let reader_pending = pending.clone();
+        tokio::spawn(async move {
+            let mut frames = FramedRead::new(read, RemotingCodec::new(usize::MAX));
+            while let Some(Ok(cmd)) = frames.next().await {
+                if !cmd.is_response() {
+                    continue;
+                }
+                let waiter = reader_pending.lock().unwrap().remove(&cmd.opaque);
+                if let Some(tx) = waiter {
+                    let _ = tx.send(cmd);
+                }
+            }
+            // Dropping the senders wakes every waiter with `Closed`.
+            reader_pending.lock().unwrap().clear();
+        });
+        Client {
+            outbound,
+            pending,
+            next_opaque: Arc::new(AtomicI32::new(1)),
+        }
+    }
+
+    /// Sends `request` (its opaque is assigned here) and waits for the matching response.
+    pub async fn invoke(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
+        let opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        request.opaque = opaque;
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(opaque, tx);
+        if self.outbound.send(request).await.is_err() {
+            self.pending.lock().unwrap().remove(&opaque);
+            return Err(ClientError::Closed);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(_)) => Err(ClientError::Closed),
+            Err(_) => {
+                self.pending.lock().unwrap().remove(&opaque);
+                Err(ClientError::Timeout)
+            }
+        }
+    }
+
+    /// Sends a oneway request; no response is expected.
+    pub async fn send_oneway(&self, request: RemotingCommand) -> Result<(), ClientError> {
+        let mut request = request.oneway();
+        request.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        self.outbound
+            .send(request)
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+}

@@ -1,0 +1,86 @@
+//! Request, response and language codes of the RocketMQ remoting protocol.
+
+/// Request codes served by (or sent from) a NameServer.
+pub mod request {
+    pub const PUT_KV_CONFIG: i32 = 100;
+    pub const GET_KV_CONFIG: i32 = 101;
+    pub const DELETE_KV_CONFIG: i32 = 102;
+    pub const REGISTER_BROKER: i32 = 103;
+    pub const UNREGISTER_BROKER: i32 = 104;
+    pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
+    pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
+    pub const WIPE_WRITE_PERM_OF_BROKER: i32 = 205;
+    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
+    pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
+    pub const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
+    pub const GET_KVLIST_BY_NAMESPACE: i32 = 219;
+    pub const GET_TOPICS_BY_CLUSTER: i32 = 224;
+    pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
+    pub const GET_UNIT_TOPIC_LIST: i32 = 311;
+    pub const GET_HAS_UNIT_SUB_TOPIC_LIST: i32 = 312;
+    pub const GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: i32 = 313;
+    pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
+    pub const GET_NAMESRV_CONFIG: i32 = 319;
+    pub const QUERY_DATA_VERSION: i32 = 322;
+    pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
+    pub const GET_BROKER_MEMBER_GROUP: i32 = 901;
+    pub const BROKER_HEARTBEAT: i32 = 904;
+    pub const NOTIFY_MIN_BROKER_ID_CHANGE: i32 = 905;
+}
+
+/// Response codes a NameServer answers with.
+pub mod response {
+    pub const SUCCESS: i32 = 0;
+    pub const SYSTEM_ERROR: i32 = 1;
+    pub const SYSTEM_BUSY: i32 = 2;
+    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
+    pub const NO_PERMISSION: i32 = 16;
+    pub const TOPIC_NOT_EXIST: i32 = 17;
+    pub const QUERY_NOT_FOUND: i32 = 22;
+    pub const GO_AWAY: i32 = 1500;
+}
+
+/// `MQVersion.Version` ordinals that change behaviour.
+pub mod version {
+    /// REGISTER_BROKER bodies are a RegisterBrokerBody from this version on.
+    pub const V3_0_11: i32 = 37;
+    pub const V4_5_2: i32 = 317;
+    /// Route bodies use standard JSON from this version on.
+    pub const V4_9_4: i32 = 401;
+    /// Compressed register bodies carry the static-topic mapping section from this version on.
+    pub const V5_0_0: i32 = 413;
+    /// GO_AWAY is only sent to requesters newer than this.
+    pub const V5_3_1: i32 = 475;
+    /// The version this implementation speaks as, and puts in its responses.
+    pub const CURRENT: i32 = 479;
+}
+
+/// The sender's language, carried by name in JSON headers and by code in binary headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LanguageCode(pub u8);
+
+const LANGUAGE_NAMES: [&str; 14] = [
+    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP",
+    "OMS", "RUST", "NODE_JS",
+];
+
+impl LanguageCode {
+    pub const JAVA: LanguageCode = LanguageCode(0);
+    pub const GO: LanguageCode = LanguageCode(9);
+    pub const RUST: LanguageCode = LanguageCode(12);
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        ((code as usize) < LANGUAGE_NAMES.len()).then_some(LanguageCode(code))
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        LANGUAGE_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| LanguageCode(i as u8))
+    }
+
+    pub fn name(self) -> &'static str {
+        LANGUAGE_NAMES[self.0 as usize]
+    }
+}

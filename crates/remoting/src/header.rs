@@ -1,0 +1,184 @@
+//! The two header forms: JSON (serialize type 0) and ROCKETMQ binary (serialize type 1).
+
+use bytes::{Buf, BufMut, BytesMut};
+use serde_json::Value;
+
+use crate::codes::LanguageCode;
+use crate::command::{ExtFields, RemotingCommand, SerializeType};
+use crate::error::FrameError;
+use crate::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+
+fn bad(msg: impl Into<String>) -> FrameError {
+    FrameError::BadHeader(msg.into())
+}
+
+/// Writes the header as fastjson would: alphabetical keys, nulls omitted.
+pub fn encode_json(cmd: &RemotingCommand, out: &mut BytesMut) {
+    let mut w = JsonWriter::with_capacity(JsonStyle::Fastjson, 128);
+    w.object(|w| {
+        w.key("code").int(cmd.code as i64);
+        if let Some(ext) = &cmd.ext_fields {
+            w.key("extFields").object(|w| {
+                for (k, v) in ext {
+                    w.key(k).string(v);
+                }
+            });
+        }
+        w.key("flag").int(cmd.flag as i64);
+        if let Some(lang) = cmd.language {
+            w.key("language").string(lang.name());
+        }
+        w.key("opaque").int(cmd.opaque as i64);
+        w.opt_str_field("remark", cmd.remark.as_deref());
+        w.key("serializeTypeCurrentRPC")
+            .string(SerializeType::Json.name());
+        w.key("version").int(cmd.version as i64);
+    });
+    out.put_slice(&w.finish());
+}
+
+pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
+    let value = parse_value(header).map_err(|e| bad(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(bad("header is not an object"));
+    };
+    let int = |key: &str| -> Result<i32, FrameError> {
+        obj.i32_or(key, 0).map_err(|e| bad(e.to_string()))
+    };
+    let language = match obj.present("language") {
+        Some(Value::String(name)) => LanguageCode::from_name(name),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|c| u8::try_from(c).ok())
+            .and_then(LanguageCode::from_code),
+        _ => None,
+    };
+    let remark = obj.opt_string("remark").map_err(|e| bad(e.to_string()))?;
+    let ext_fields = match obj.opt_object("extFields").map_err(|e| bad(e.to_string()))? {
+        None => None,
+        Some(map) => {
+            let mut ext = ExtFields::new();
+            for (k, v) in map {
+                match v {
+                    Value::Null => {}
+                    Value::String(s) => {
+                        ext.insert(k.clone(), s.clone());
+                    }
+                    Value::Number(_) | Value::Bool(_) => {
+                        ext.insert(k.clone(), v.to_string());
+                    }
+                    _ => return Err(bad(format!("extFields.{k} is not a string"))),
+                }
+            }
+            Some(ext)
+        }
+    };
+    Ok(RemotingCommand {
+        code: int("code")?,
+        language,
+        version: int("version")?,
+        opaque: int("opaque")?,
+        flag: int("flag")?,
+        remark,
+        ext_fields,
+        body: None,
+        ser_type: SerializeType::Json,
+    })
+}
+
+pub fn encode_binary(cmd: &RemotingCommand, out: &mut BytesMut) {
+    out.put_i16(cmd.code as i16);
+    out.put_u8(cmd.language.map_or(LanguageCode::JAVA.0, |l| l.0));
+    out.put_i16(cmd.version as i16);
+    out.put_i32(cmd.opaque);
+    out.put_i32(cmd.flag);
+    match cmd.remark.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) => {
+            out.put_i32(r.len() as i32);
+            out.put_slice(r.as_bytes());
+        }
+        None => out.put_i32(0),
+    }
+    let ext_len: usize = cmd
+        .ext_fields
+        .iter()
+        .flatten()
+        .map(|(k, v)| 2 + k.len() + 4 + v.len())
+        .sum();
+    out.put_i32(ext_len as i32);
+    for (k, v) in cmd.ext_fields.iter().flatten() {
+        out.put_i16(k.len() as i16);
+        out.put_slice(k.as_bytes());
+        out.put_i32(v.len() as i32);
+        out.put_slice(v.as_bytes());
+    }
+}
+
+/// Reads a length-prefixed string; Java turns a zero length into null.
+fn binary_string(buf: &mut &[u8], len: usize, what: &str) -> Result<Option<String>, FrameError> {
+    if len > buf.len() {
+        return Err(bad(format!("{what} length {len} past the header")));
+    }
+    let (s, rest) = buf.split_at(len);
+    *buf = rest;
+    if len == 0 {
+        return Ok(None);
+    }
+    String::from_utf8(s.to_vec())
+        .map(Some)
+        .map_err(|_| bad(format!("{what} is not UTF-8")))
+}
+
+fn need(buf: &[u8], n: usize) -> Result<(), FrameError> {
+    if buf.len() < n {
+        Err(bad("binary header truncated"))
+    } else {
+        Ok(())
+    }
+}
+
+pub fn decode_binary(mut buf: &[u8]) -> Result<RemotingCommand, FrameError> {
+    need(buf, 21)?;
+    let code = buf.get_i16() as i32;
+    let language = LanguageCode::from_code(buf.get_u8());
+    let version = buf.get_i16() as i32;
+    let opaque = buf.get_i32();
+    let flag = buf.get_i32();
+    let remark_len = buf.get_i32();
+    let remark_len = usize::try_from(remark_len).map_err(|_| bad("negative remark length"))?;
+    let remark = binary_string(&mut buf, remark_len, "remark")?;
+    need(buf, 4)?;
+    let ext_len = usize::try_from(buf.get_i32()).map_err(|_| bad("negative ext length"))?;
+    if ext_len > buf.len() {
+        return Err(bad("ext map length past the header"));
+    }
+    let mut ext_buf = &buf[..ext_len];
+    let ext_fields = if ext_len == 0 {
+        None
+    } else {
+        let mut ext = ExtFields::new();
+        while !ext_buf.is_empty() {
+            need(ext_buf, 2)?;
+            let klen = usize::try_from(ext_buf.get_i16()).map_err(|_| bad("negative key length"))?;
+            let key = binary_string(&mut ext_buf, klen, "ext key")?;
+            need(ext_buf, 4)?;
+            let vlen = usize::try_from(ext_buf.get_i32()).map_err(|_| bad("negative value length"))?;
+            let value = binary_string(&mut ext_buf, vlen, "ext value")?;
+            if let (Some(k), Some(v)) = (key, value) {
+                ext.insert(k, v);
+            }
+        }
+        Some(ext)
+    };
+    Ok(RemotingCommand {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body: None,
+        ser_type: SerializeType::RocketMq,
+    })
+}

@@ -1,0 +1,11 @@
+//! JSON as the Java side speaks it: a writer for fastjson's exact output forms and a lenient
+//! reader for what Java peers send.
+
+mod lenient;
+mod read;
+mod writer;
+
+pub use lenient::parse as parse_lenient;
+pub use read::{parse_value, ObjectExt};
+pub(crate) use read::{value_as_i64, value_as_string};
+pub use writer::{JsonStyle, JsonWriter};

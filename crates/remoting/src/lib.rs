@@ -1,0 +1,32 @@
+//! The RocketMQ remoting wire format, as spoken by the Java NameServer, brokers and clients.
+//!
+//! - [`frame`]: length-prefixed frames and the tokio codec, with a size cap;
+//! - [`header`]: the JSON and binary (ROCKETMQ) header forms;
+//! - [`command`]: the in-memory command every frame decodes to;
+//! - [`body`]: request and response bodies, written exactly as Java writes them;
+//! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
+//! - [`client`]: a small async client for tools and tests.
+
+pub mod body;
+pub mod client;
+pub mod codes;
+pub mod command;
+pub mod error;
+pub mod frame;
+pub mod header;
+pub mod json;
+
+pub use command::{ExtFields, RemotingCommand, SerializeType};
+
+/// The REGISTER_BROKER body checksum: CRC-32 (IEEE) masked to 31 bits.
+pub fn body_crc32(body: &[u8]) -> i32 {
+    (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crc_matches_the_reference_sample() {
+        assert_eq!(super::body_crc32(br#"{"filterServerList":[]}"#), 2053024402);
+    }
+}
