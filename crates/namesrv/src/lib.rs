@@ -1,1 +1,100 @@
+//! A drop-in RocketMQ NameServer.
+//!
+//! - [`config`]: the Java properties keys, defaults, blacklist and listing;
+//! - [`kv`]: the namespaced KV store and its file;
+//! - [`route`]: the routing tables, their rules, and the encoded-route cache;
+//! - `handler`: one module per request family, reached from one dispatch table;
+//! - `server`: accept loop and per-connection tasks;
+//! - `housekeeping`: broker expiry and batch unregistration;
+//! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE.
 
+pub mod config;
+mod handler;
+mod housekeeping;
+pub mod kv;
+mod notify;
+mod persist;
+pub mod route;
+mod server;
+mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::info;
+
+use crate::config::Settings;
+use crate::kv::KvStore;
+use crate::route::RouteTable;
+use crate::state::State;
+
+/// Starts serving with `settings`, calls `on_ready` with the bound address once the listener
+/// accepts, and runs until `shutdown` completes.
+pub async fn run(
+    settings: Settings,
+    on_ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let server = &settings.server;
+    if server.enable_controller_in_namesrv {
+        tracing::warn!("enableControllerInNamesrv is not supported; no controller is started");
+    }
+    let kv = KvStore::open(server.kv_config_path.clone().into())?;
+    let bind_addr: SocketAddr = format!("{}:{}", server.bind_address, server.listen_port)
+        .parse()
+        .or_else(|_| format!("[{}]:{}", server.bind_address, server.listen_port).parse())
+        .with_context(|| format!("invalid bindAddress {}", server.bind_address))?;
+    let listener =
+        server::bind(bind_addr).with_context(|| format!("cannot listen on {bind_addr}"))?;
+    let local = listener.local_addr()?;
+    let (queue_tx, queue_rx) =
+        mpsc::channel(server.unregister_broker_queue_capacity.max(1) as usize);
+
+    let state = Arc::new(State {
+        settings: parking_lot::RwLock::new(settings),
+        settings_write: parking_lot::Mutex::new(()),
+        kv,
+        routes: RouteTable::default(),
+        unregister_queue: queue_tx,
+        connections: Default::default(),
+        started: Instant::now(),
+        shutting_down: Default::default(),
+    });
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    housekeeping::spawn(state.clone(), queue_rx, stop.clone());
+    let accept = tokio::spawn(server::accept_loop(
+        state.clone(),
+        listener,
+        stop.clone(),
+        tracker.clone(),
+    ));
+    on_ready(local);
+
+    shutdown.await;
+    let (graceful, wait) = {
+        let s = state.settings.read();
+        (
+            s.server.enable_shutdown_gracefully,
+            Duration::from_secs(s.server.shutdown_wait_time_seconds.max(0) as u64),
+        )
+    };
+    if graceful {
+        info!("shutting down gracefully: answering GO_AWAY for {wait:?}");
+        state.shutting_down.store(true, Ordering::Release);
+        tokio::time::sleep(wait).await;
+    }
+    info!("shutting down");
+    stop.cancel();
+    let _ = accept.await;
+    tracker.close();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tracker.wait()).await;
+    Ok(())
+}

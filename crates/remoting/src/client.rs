@@ -35,7 +35,9 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: impl ToSocketAddrs) -> Result<Self, ClientError> {
-        let stream = TcpStream::connect(addr).await.map_err(ClientError::Connect)?;
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(ClientError::Connect)?;
         stream.set_nodelay(true).map_err(ClientError::Connect)?;
         Ok(Self::from_stream(stream))
     }

@@ -54,7 +54,10 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         _ => None,
     };
     let remark = obj.opt_string("remark").map_err(|e| bad(e.to_string()))?;
-    let ext_fields = match obj.opt_object("extFields").map_err(|e| bad(e.to_string()))? {
+    let ext_fields = match obj
+        .opt_object("extFields")
+        .map_err(|e| bad(e.to_string()))?
+    {
         None => None,
         Some(map) => {
             let mut ext = ExtFields::new();
@@ -159,10 +162,12 @@ pub fn decode_binary(mut buf: &[u8]) -> Result<RemotingCommand, FrameError> {
         let mut ext = ExtFields::new();
         while !ext_buf.is_empty() {
             need(ext_buf, 2)?;
-            let klen = usize::try_from(ext_buf.get_i16()).map_err(|_| bad("negative key length"))?;
+            let klen =
+                usize::try_from(ext_buf.get_i16()).map_err(|_| bad("negative key length"))?;
             let key = binary_string(&mut ext_buf, klen, "ext key")?;
             need(ext_buf, 4)?;
-            let vlen = usize::try_from(ext_buf.get_i32()).map_err(|_| bad("negative value length"))?;
+            let vlen =
+                usize::try_from(ext_buf.get_i32()).map_err(|_| bad("negative value length"))?;
             let value = binary_string(&mut ext_buf, vlen, "ext value")?;
             if let (Some(k), Some(v)) = (key, value) {
                 ext.insert(k, v);

@@ -23,7 +23,8 @@ impl ClusterInfo {
             });
             w.key("clusterAddrTable").object(|w| {
                 for (cluster, names) in &self.cluster_addr_table {
-                    w.key(cluster).string_array(names.iter().map(String::as_str));
+                    w.key(cluster)
+                        .string_array(names.iter().map(String::as_str));
                 }
             });
         });
@@ -40,7 +41,11 @@ impl ClusterInfo {
         for (cluster, names) in obj.opt_object("clusterAddrTable")?.into_iter().flatten() {
             let names = names
                 .as_array()
-                .map(|a| a.iter().filter_map(|n| n.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             info.cluster_addr_table.insert(cluster.clone(), names);
         }

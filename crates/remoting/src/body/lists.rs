@@ -115,7 +115,10 @@ mod tests {
         );
         assert_eq!(TopicList::decode(&with_addr.encode()).unwrap(), with_addr);
         let kv = KvTable::decode(br#"{"table":{"TopicTest":"broker-a:4;broker-b:4"}}"#).unwrap();
-        assert_eq!(kv.encode(), br#"{"table":{"TopicTest":"broker-a:4;broker-b:4"}}"#);
+        assert_eq!(
+            kv.encode(),
+            br#"{"table":{"TopicTest":"broker-a:4;broker-b:4"}}"#
+        );
         let group = BrokerMemberGroup {
             cluster: "c".into(),
             broker_name: "unknown".into(),

@@ -167,13 +167,22 @@ impl TopicConfigWrapper {
             None => DataVersion::from_object(&Map::new())?,
         };
         let mut topic_configs = Vec::new();
-        for tc in obj.opt_object("topicConfigTable")?.into_iter().flatten().map(|(_, v)| v) {
+        for tc in obj
+            .opt_object("topicConfigTable")?
+            .into_iter()
+            .flatten()
+            .map(|(_, v)| v)
+        {
             if !tc.is_null() {
                 topic_configs.push(TopicConfig::from_object(as_object(tc, "TopicConfig")?)?);
             }
         }
         let mut mapping_info = Vec::new();
-        for (topic, info) in obj.opt_object("topicQueueMappingInfoMap")?.into_iter().flatten() {
+        for (topic, info) in obj
+            .opt_object("topicQueueMappingInfoMap")?
+            .into_iter()
+            .flatten()
+        {
             if !info.is_null() {
                 let info = TopicQueueMappingInfo::from_object(as_object(info, "mapping")?)?;
                 mapping_info.push((topic.clone(), info));
@@ -287,7 +296,11 @@ impl RegisterBrokerBody {
         })
     }
 
-    fn decode_compressed(body: &[u8], version: i32, max_inflated: usize) -> Result<Self, BodyError> {
+    fn decode_compressed(
+        body: &[u8],
+        version: i32,
+        max_inflated: usize,
+    ) -> Result<Self, BodyError> {
         let mut inflated = Vec::new();
         ZlibDecoder::new(body)
             .take(max_inflated as u64 + 1)
@@ -384,8 +397,8 @@ mod tests {
 
     #[test]
     fn decodes_the_body_a_5x_broker_sends() {
-        let body = RegisterBrokerBody::decode(Some(BROKER_BODY.as_bytes()), 479, false, 1 << 20)
-            .unwrap();
+        let body =
+            RegisterBrokerBody::decode(Some(BROKER_BODY.as_bytes()), 479, false, 1 << 20).unwrap();
         assert_eq!(body.filter_server_list, Some(vec![]));
         assert_eq!(
             body.wrapper.data_version,
@@ -395,20 +408,28 @@ mod tests {
                 timestamp: 1700000000000
             }
         );
-        assert_eq!(body.wrapper.topic_configs, vec![TopicConfig::new("TopicTest", 4, 6)]);
+        assert_eq!(
+            body.wrapper.topic_configs,
+            vec![TopicConfig::new("TopicTest", 4, 6)]
+        );
     }
 
     #[test]
     fn topic_config_defaults_are_16_16_rw() {
         let body = RegisterBrokerBody::decode(
-            Some(br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{"a":{"topicName":"a"}}}}"#),
+            Some(
+                br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{"a":{"topicName":"a"}}}}"#,
+            ),
             479,
             false,
             1 << 20,
         )
         .unwrap();
         let tc = &body.wrapper.topic_configs[0];
-        assert_eq!((tc.read_queue_nums, tc.write_queue_nums, tc.perm), (16, 16, 6));
+        assert_eq!(
+            (tc.read_queue_nums, tc.write_queue_nums, tc.perm),
+            (16, 16, 6)
+        );
         assert!(body.wrapper.data_version.timestamp > 0);
     }
 
@@ -440,8 +461,9 @@ mod tests {
         assert_eq!(back.wrapper.topic_configs[0].topic_sys_flag, 0);
         assert_eq!(back.wrapper.topic_configs[0].read_queue_nums, 4);
         assert_eq!(back.wrapper.mapping_info, body.wrapper.mapping_info);
-        let old = RegisterBrokerBody::decode(Some(&body.encode_compressed(400)), 400, true, 1 << 20)
-            .unwrap();
+        let old =
+            RegisterBrokerBody::decode(Some(&body.encode_compressed(400)), 400, true, 1 << 20)
+                .unwrap();
         assert!(old.wrapper.mapping_info.is_empty());
     }
 

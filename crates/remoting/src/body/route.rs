@@ -200,7 +200,11 @@ impl TopicRouteData {
         for (addr, list) in obj.opt_object("filterServerTable")?.into_iter().flatten() {
             let servers = list
                 .as_array()
-                .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             route.filter_server_table.insert(addr.clone(), servers);
         }

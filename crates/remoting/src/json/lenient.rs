@@ -115,7 +115,17 @@ impl Parser<'_> {
         while let Some(c) = self.peek() {
             if matches!(
                 c,
-                b':' | b',' | b'{' | b'}' | b'[' | b']' | b'"' | b'\'' | b' ' | b'\t' | b'\n' | b'\r'
+                b':' | b','
+                    | b'{'
+                    | b'}'
+                    | b'['
+                    | b']'
+                    | b'"'
+                    | b'\''
+                    | b' '
+                    | b'\t'
+                    | b'\n'
+                    | b'\r'
             ) {
                 break;
             }
@@ -196,7 +206,8 @@ impl Parser<'_> {
 
     fn unicode_escape(&mut self) -> Result<char, LenientError> {
         let first = self.hex4()?;
-        if (0xD800..0xDC00).contains(&first) && self.input.get(self.pos..self.pos + 2) == Some(b"\\u")
+        if (0xD800..0xDC00).contains(&first)
+            && self.input.get(self.pos..self.pos + 2) == Some(b"\\u")
         {
             let save = self.pos;
             self.pos += 2;
@@ -219,7 +230,10 @@ mod tests {
     #[test]
     fn accepts_fastjson_numeric_keys() {
         let v = parse(br#"{"brokerAddrs":{0:"a:1",1:"b:2"},"x":[1,2,],}"#).unwrap();
-        assert_eq!(v, json!({"brokerAddrs": {"0": "a:1", "1": "b:2"}, "x": [1, 2]}));
+        assert_eq!(
+            v,
+            json!({"brokerAddrs": {"0": "a:1", "1": "b:2"}, "x": [1, 2]})
+        );
     }
 
     #[test]
@@ -230,7 +244,15 @@ mod tests {
 
     #[test]
     fn rejects_broken_input_without_panicking() {
-        for bad in [&b"{"[..], b"{\"a\" 1}", b"[1 2]", b"\"abc", b"{a:}", b"\"\\u12\"", b"1 2"] {
+        for bad in [
+            &b"{"[..],
+            b"{\"a\" 1}",
+            b"[1 2]",
+            b"\"abc",
+            b"{a:}",
+            b"\"\\u12\"",
+            b"1 2",
+        ] {
             assert!(parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
         }
     }

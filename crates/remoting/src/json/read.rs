@@ -74,7 +74,9 @@ impl ObjectExt for Map<String, Value> {
     }
 
     fn opt_string(&self, key: &str) -> Result<Option<String>, BodyError> {
-        self.present(key).map(|v| value_as_string(key, v)).transpose()
+        self.present(key)
+            .map(|v| value_as_string(key, v))
+            .transpose()
     }
 
     fn opt_object(&self, key: &str) -> Result<Option<&Map<String, Value>>, BodyError> {

@@ -120,7 +120,8 @@ impl JsonWriter {
 
     /// A Java `long` that may exceed what JavaScript numbers hold exactly.
     pub fn long(&mut self, value: i64) -> &mut Self {
-        if self.style == JsonStyle::Standard && !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&value)
+        if self.style == JsonStyle::Standard
+            && !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&value)
         {
             self.before_value();
             let _ = write!(Buf(&mut self.buf), "\"{value}\"");

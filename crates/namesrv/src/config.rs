@@ -1,0 +1,311 @@
+//! Server configuration: the Java NameServer's properties keys with their defaults, binding
+//! rules, the remembered extra keys, the update blacklist and the sorted listing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A config value as Java's property binding converts it.
+trait ConfigValue: Sized {
+    fn parse(text: &str) -> Option<Self>;
+    fn render(&self) -> Option<String>;
+}
+
+impl ConfigValue for i32 {
+    fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl ConfigValue for i64 {
+    fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl ConfigValue for bool {
+    fn parse(text: &str) -> Option<Self> {
+        Some(text.eq_ignore_ascii_case("true"))
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl ConfigValue for String {
+    fn parse(text: &str) -> Option<Self> {
+        Some(text.trim().to_string())
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.clone())
+    }
+}
+
+impl ConfigValue for Option<String> {
+    fn parse(text: &str) -> Option<Self> {
+        Some(Some(text.trim().to_string()))
+    }
+    fn render(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
+macro_rules! server_config {
+    (defaults($home:ident, $rocketmq_home:ident) { $($key:literal => $field:ident : $ty:ty = $default:expr;)* }) => {
+        /// Every key of NamesrvConfig and NettyServerConfig, under its Java property name.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct ServerConfig {
+            $(pub $field: $ty,)*
+        }
+
+        impl ServerConfig {
+            fn with_defaults($home: &Path, $rocketmq_home: Option<String>) -> Self {
+                ServerConfig { $($field: $default,)* }
+            }
+
+            /// Applies one property; false if the key is not a config key. A value that does
+            /// not convert is ignored, as Java ignores it.
+            pub fn set(&mut self, key: &str, value: &str) -> bool {
+                match key {
+                    $($key => {
+                        if let Some(v) = <$ty as ConfigValue>::parse(value) {
+                            self.$field = v;
+                        }
+                        true
+                    })*
+                    _ => false,
+                }
+            }
+
+            fn entries(&self) -> Vec<(&'static str, Option<String>)> {
+                vec![$(($key, self.$field.render()),)*]
+            }
+
+            pub fn is_known_key(key: &str) -> bool {
+                matches!(key, $($key)|*)
+            }
+        }
+    };
+}
+
+server_config! { defaults(home, rocketmq_home) {
+    "rocketmqHome" => rocketmq_home: Option<String> = rocketmq_home;
+    "kvConfigPath" => kv_config_path: String = home.join("namesrv").join("kvConfig.json").display().to_string();
+    "configStorePath" => config_store_path: String = home.join("namesrv").join("namesrv.properties").display().to_string();
+    "productEnvName" => product_env_name: String = "center".into();
+    "clusterTest" => cluster_test: bool = false;
+    "orderMessageEnable" => order_message_enable: bool = false;
+    "returnOrderTopicConfigToBroker" => return_order_topic_config_to_broker: bool = true;
+    "clientRequestThreadPoolNums" => client_request_thread_pool_nums: i32 = 8;
+    "defaultThreadPoolNums" => default_thread_pool_nums: i32 = 16;
+    "clientRequestThreadPoolQueueCapacity" => client_request_thread_pool_queue_capacity: i32 = 50000;
+    "defaultThreadPoolQueueCapacity" => default_thread_pool_queue_capacity: i32 = 10000;
+    "scanNotActiveBrokerInterval" => scan_not_active_broker_interval: i64 = 5000;
+    "unRegisterBrokerQueueCapacity" => unregister_broker_queue_capacity: i32 = 3000;
+    "supportActingMaster" => support_acting_master: bool = false;
+    "enableAllTopicList" => enable_all_topic_list: bool = true;
+    "enableTopicList" => enable_topic_list: bool = true;
+    "notifyMinBrokerIdChanged" => notify_min_broker_id_changed: bool = false;
+    "enableControllerInNamesrv" => enable_controller_in_namesrv: bool = false;
+    "needWaitForService" => need_wait_for_service: bool = false;
+    "waitSecondsForService" => wait_seconds_for_service: i32 = 45;
+    "deleteTopicWithBrokerRegistration" => delete_topic_with_broker_registration: bool = false;
+    "configBlackList" => config_black_list: String = "configBlackList;configStorePath;kvConfigPath".into();
+    "bindAddress" => bind_address: String = "0.0.0.0".into();
+    "listenPort" => listen_port: i32 = 9876;
+    "serverWorkerThreads" => server_worker_threads: i32 = 8;
+    "serverCallbackExecutorThreads" => server_callback_executor_threads: i32 = 0;
+    "serverSelectorThreads" => server_selector_threads: i32 = 3;
+    "serverOnewaySemaphoreValue" => server_oneway_semaphore_value: i32 = 256;
+    "serverAsyncSemaphoreValue" => server_async_semaphore_value: i32 = 64;
+    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = 120;
+    "serverSocketSndBufSize" => server_socket_snd_buf_size: i32 = 0;
+    "serverSocketRcvBufSize" => server_socket_rcv_buf_size: i32 = 0;
+    "writeBufferHighWaterMark" => write_buffer_high_water_mark: i32 = 0;
+    "writeBufferLowWaterMark" => write_buffer_low_water_mark: i32 = 0;
+    "serverSocketBacklog" => server_socket_backlog: i32 = 1024;
+    "serverNettyWorkerGroupEnable" => server_netty_worker_group_enable: bool = true;
+    "serverPooledByteBufAllocatorEnable" => server_pooled_byte_buf_allocator_enable: bool = true;
+    "enableShutdownGracefully" => enable_shutdown_gracefully: bool = false;
+    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = 30;
+    "useEpollNativeSelector" => use_epoll_native_selector: bool = false;
+    "maxFrameLength" => max_frame_length: i64 = remoting::frame::DEFAULT_MAX_FRAME as i64;
+}}
+
+/// Keys that name files or paths can never be changed remotely: writing them was a remote
+/// code execution hole in old Java versions.
+const ALWAYS_BLACKLISTED: [&str; 4] = [
+    "configBlackList",
+    "configStorePath",
+    "kvConfigPath",
+    "rocketmqHome",
+];
+
+/// The effective configuration plus what Java also remembers: unknown keys of the config file,
+/// and the blacklist fixed at start.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub server: ServerConfig,
+    extras: BTreeMap<String, String>,
+    blacklist: BTreeSet<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("cannot parse properties: {0}")]
+    Parse(String),
+}
+
+/// Parses Java `.properties` text.
+pub fn parse_properties(text: &[u8]) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    java_properties::PropertiesIter::new(text)
+        .read_into(|k, v| out.push((k, v)))
+        .map_err(|e| ConfigError::Parse(e.to_string()))?;
+    Ok(out)
+}
+
+impl Settings {
+    /// Defaults for a user whose home is `home`, with `ROCKETMQ_HOME` if set.
+    pub fn defaults(home: &Path, rocketmq_home: Option<String>) -> Self {
+        let server = ServerConfig::with_defaults(home, rocketmq_home);
+        let mut settings = Settings {
+            server,
+            extras: BTreeMap::new(),
+            blacklist: BTreeSet::new(),
+        };
+        settings.fix_blacklist();
+        settings
+    }
+
+    /// Loads a properties file as `-c` does: it becomes where config updates are persisted.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let bytes = std::fs::read(path).map_err(|e| ConfigError::Read(path.to_path_buf(), e))?;
+        for (k, v) in parse_properties(&bytes)? {
+            if !self.server.set(&k, &v) {
+                self.extras.insert(k, v);
+            }
+        }
+        self.server.config_store_path = path.display().to_string();
+        self.fix_blacklist();
+        Ok(())
+    }
+
+    fn fix_blacklist(&mut self) {
+        self.blacklist = ALWAYS_BLACKLISTED.iter().map(|k| k.to_string()).collect();
+        self.blacklist.extend(
+            self.server
+                .config_black_list
+                .split(';')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(String::from),
+        );
+    }
+
+    pub fn blacklisted<'a>(&self, keys: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+        keys.into_iter().find(|k| self.blacklist.contains(*k))
+    }
+
+    /// Applies a remote update (already checked against the blacklist): config keys are bound,
+    /// remembered extra keys updated, anything else ignored.
+    pub fn apply_update(&mut self, props: &[(String, String)]) {
+        for (k, v) in props {
+            if !self.server.set(k, v) {
+                if let Some(slot) = self.extras.get_mut(k) {
+                    *slot = v.clone();
+                }
+            }
+        }
+    }
+
+    /// Every key with its value, sorted by key, as GET_NAMESRV_CONFIG and the persisted file
+    /// show them.
+    pub fn listing(&self) -> String {
+        let mut all: BTreeMap<&str, String> = self
+            .extras
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        for (k, v) in self.server.entries() {
+            match v {
+                Some(v) => all.insert(k, v),
+                None => all.remove(k),
+            };
+        }
+        all.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_matches_the_java_default_listing() {
+        let s = Settings::defaults(Path::new("/home/rocketmq"), Some("/opt/rocketmq".into()));
+        let listing = s.listing();
+        assert!(listing.starts_with("bindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
+        assert!(listing.contains("\nkvConfigPath=/home/rocketmq/namesrv/kvConfig.json\n"));
+        assert!(listing.contains("\nrocketmqHome=/opt/rocketmq\n"));
+        assert!(listing.ends_with("writeBufferLowWaterMark=0\n"));
+        let keys: Vec<&str> = listing
+            .lines()
+            .map(|l| l.split('=').next().unwrap())
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+    }
+
+    #[test]
+    fn binding_follows_java_conversions() {
+        let mut s = Settings::defaults(Path::new("/h"), None);
+        assert!(s.server.set("listenPort", "10000 "));
+        assert_eq!(
+            s.server.listen_port, 9876,
+            "ints are parsed without trimming"
+        );
+        s.server.set("orderMessageEnable", "TRUE");
+        assert!(s.server.order_message_enable);
+        s.server.set("productEnvName", "  test ");
+        assert_eq!(s.server.product_env_name, "test");
+        assert!(!s.server.set("noSuchKey", "1"));
+        assert!(!s.listing().contains("rocketmqHome"));
+    }
+
+    #[test]
+    fn file_keys_are_remembered_and_path_keys_blacklisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("namesrv.conf");
+        std::fs::write(
+            &file,
+            "listenPort=9999\ncustomKey = x\nconfigBlackList=orderMessageEnable\n",
+        )
+        .unwrap();
+        let mut s = Settings::defaults(dir.path(), None);
+        s.load_file(&file).unwrap();
+        assert_eq!(s.server.listen_port, 9999);
+        assert!(s.listing().contains("customKey=x\n"));
+        assert_eq!(s.server.config_store_path, file.display().to_string());
+        assert_eq!(s.blacklisted(["a", "kvConfigPath"]), Some("kvConfigPath"));
+        assert_eq!(
+            s.blacklisted(["orderMessageEnable"]),
+            Some("orderMessageEnable")
+        );
+        assert_eq!(s.blacklisted(["rocketmqHome"]), Some("rocketmqHome"));
+        s.apply_update(&[
+            ("customKey".into(), "y".into()),
+            ("other".into(), "z".into()),
+        ]);
+        assert!(s.listing().contains("customKey=y\n"));
+        assert!(!s.listing().contains("other="));
+    }
+}

@@ -1,0 +1,164 @@
+//! REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT,
+//! GET_BROKER_MEMBER_GROUP: what brokers send.
+
+use remoting::body::{
+    BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody, MAX_INFLATED_BODY,
+};
+use remoting::RemotingCommand;
+
+use super::{required, required_i64, success, Failure, Origin, Reply};
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::notify;
+use crate::route::{RegisterOutcome, RegisterPolicy, Registration, Unregistration};
+use crate::state::{now_ms, State};
+
+pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
+    let broker_name = required(r, "brokerName")?;
+    let broker_addr = required(r, "brokerAddr")?;
+    let cluster = required(r, "clusterName")?;
+    let broker_id = required_i64(r, "brokerId")?;
+    if r.version < 0 {
+        return Err(Failure(format!("invalid version {}", r.version)));
+    }
+    let expected_crc = r.ext_i64("bodyCrc32").unwrap_or(0);
+    if expected_crc != 0 {
+        let actual = r.body.as_deref().map_or(0, remoting::body_crc32);
+        if actual as i64 != expected_crc {
+            return Ok(success(r).with_empty_ext().into_error("crc32 not match"));
+        }
+    }
+    let body = RegisterBrokerBody::decode(
+        r.body.as_deref(),
+        r.version,
+        r.ext_bool("compressed").unwrap_or(false),
+        MAX_INFLATED_BODY,
+    )?;
+    let (policy, return_order_conf) = {
+        let s = state.settings.read();
+        (
+            RegisterPolicy {
+                notify_min_id: s.server.notify_min_broker_id_changed,
+                delete_unlisted_topics: s.server.delete_topic_with_broker_registration,
+            },
+            s.server.return_order_topic_config_to_broker,
+        )
+    };
+    let registration = Registration {
+        cluster: cluster.to_string(),
+        broker_addr: broker_addr.to_string(),
+        broker_name: broker_name.to_string(),
+        broker_id,
+        ha_server_addr: r.ext("haServerAddr").unwrap_or_default().to_string(),
+        zone_name: r.ext("__ZONE_NAME").map(String::from),
+        timeout_ms: r.ext_i64("heartbeatTimeoutMillis"),
+        enable_acting_master: r.ext_bool("enableActingMaster"),
+        body,
+        conn: origin.conn,
+        now_ms: now_ms(),
+    };
+    let (outcome, notice) = state.routes.write(|reg| {
+        let (outcome, changed, notice) = reg.register(registration, policy);
+        ((outcome, notice), changed)
+    });
+    if let Some(notice) = notice {
+        notify::min_broker_id_changed(notice);
+    }
+    let mut response = success(r).with_empty_ext();
+    match outcome {
+        RegisterOutcome::Refused => return Ok(response.into_error("register broker failed")),
+        RegisterOutcome::Stale => {}
+        RegisterOutcome::Registered {
+            master_addr,
+            ha_server_addr,
+        } => {
+            if let Some(ha) = ha_server_addr {
+                response = response.with_ext("haServerAddr", ha);
+            }
+            if let Some(master) = master_addr {
+                response = response.with_ext("masterAddr", master);
+            }
+        }
+    }
+    if return_order_conf {
+        if let Some(table) = state.kv.namespace(ORDER_TOPIC_CONFIG) {
+            response = response.with_body(KvTable { table }.encode());
+        }
+    }
+    Ok(response)
+}
+
+pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
+    let request = Unregistration {
+        broker_name: required(r, "brokerName")?.to_string(),
+        broker_addr: required(r, "brokerAddr")?.to_string(),
+        cluster: required(r, "clusterName")?.to_string(),
+        broker_id: required_i64(r, "brokerId")?,
+    };
+    if state.unregister_queue.try_send(request).is_err() {
+        return Ok(success(r).into_error_without_remark());
+    }
+    Ok(success(r))
+}
+
+pub fn query_data_version(state: &State, r: &RemotingCommand) -> Reply {
+    let cluster = required(r, "clusterName")?;
+    let addr = required(r, "brokerAddr")?;
+    let incoming = r.body.as_deref().map(DataVersion::decode).transpose()?;
+    let stored = state.routes.write(|reg| {
+        let stored = reg.touch(cluster, addr, now_ms()).map(|l| l.data_version);
+        (stored, false)
+    });
+    let changed = stored.is_none() || stored != incoming;
+    let mut response = success(r).with_ext("changed", changed);
+    if let Some(dv) = stored {
+        response = response.with_body(dv.encode());
+    }
+    Ok(response)
+}
+
+pub fn heartbeat(state: &State, r: &RemotingCommand) -> Reply {
+    let cluster = required(r, "clusterName")?;
+    let addr = required(r, "brokerAddr")?;
+    state.routes.write(|reg| {
+        reg.touch(cluster, addr, now_ms());
+        ((), false)
+    });
+    Ok(success(r))
+}
+
+pub fn member_group(state: &State, r: &RemotingCommand) -> Reply {
+    let cluster = required(r, "clusterName")?;
+    let broker_name = required(r, "brokerName")?;
+    let broker_addrs = state.routes.read(|reg| {
+        reg.brokers
+            .get(broker_name)
+            .map(|bd| bd.broker_addrs.clone())
+            .unwrap_or_default()
+    });
+    let group = BrokerMemberGroup {
+        cluster: cluster.to_string(),
+        broker_name: broker_name.to_string(),
+        broker_addrs,
+    };
+    Ok(success(r).with_body(group.encode()))
+}
+
+/// Turning a prepared response (with its header object) into an error keeps the header, as
+/// Java's handlers answer errors on the response they already created.
+trait IntoError {
+    fn into_error(self, remark: &str) -> RemotingCommand;
+    fn into_error_without_remark(self) -> RemotingCommand;
+}
+
+impl IntoError for RemotingCommand {
+    fn into_error(mut self, remark: &str) -> RemotingCommand {
+        self.code = remoting::codes::response::SYSTEM_ERROR;
+        self.remark = Some(remark.to_string());
+        self
+    }
+
+    fn into_error_without_remark(mut self) -> RemotingCommand {
+        self.code = remoting::codes::response::SYSTEM_ERROR;
+        self
+    }
+}

@@ -1,0 +1,56 @@
+//! PUT_KV_CONFIG, GET_KV_CONFIG, DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE.
+
+use remoting::body::KvTable;
+use remoting::codes::response as resp;
+use remoting::RemotingCommand;
+
+use super::{required, success, Failure, Reply};
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::state::State;
+
+fn namespace_and_key(r: &RemotingCommand) -> Result<(&str, &str), Failure> {
+    match (r.ext("namespace"), r.ext("key")) {
+        (Some(ns), Some(key)) => Ok((ns, key)),
+        _ => Err(Failure("namespace or key is null".into())),
+    }
+}
+
+/// Routes show the order config, so a change to it must reach cached routes.
+fn after_change(state: &State, namespace: &str) {
+    if namespace == ORDER_TOPIC_CONFIG {
+        state.routes.invalidate();
+    }
+}
+
+pub fn put(state: &State, r: &RemotingCommand) -> Reply {
+    let (ns, key) = namespace_and_key(r)?;
+    state.kv.put(ns, key, r.ext("value"))?;
+    after_change(state, ns);
+    Ok(success(r))
+}
+
+pub fn get(state: &State, r: &RemotingCommand) -> Reply {
+    let (ns, key) = namespace_and_key(r)?;
+    Ok(match state.kv.get(ns, key) {
+        Some(value) => success(r).with_ext("value", value),
+        None => RemotingCommand::response_to(r, resp::QUERY_NOT_FOUND)
+            .with_empty_ext()
+            .with_remark(format!("No config item, Namespace: {ns} Key: {key}")),
+    })
+}
+
+pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
+    let (ns, key) = namespace_and_key(r)?;
+    state.kv.delete(ns, key)?;
+    after_change(state, ns);
+    Ok(success(r))
+}
+
+pub fn list(state: &State, r: &RemotingCommand) -> Reply {
+    let ns = required(r, "namespace")?;
+    Ok(match state.kv.namespace(ns) {
+        Some(table) => success(r).with_body(KvTable { table }.encode()),
+        None => RemotingCommand::response_to(r, resp::QUERY_NOT_FOUND)
+            .with_remark(format!("No config item, Namespace: {ns}")),
+    })
+}

@@ -1,0 +1,22 @@
+//! WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER.
+
+use remoting::RemotingCommand;
+
+use super::{required, success, Reply};
+use crate::state::State;
+
+fn change(state: &State, r: &RemotingCommand, wipe: bool, count_field: &str) -> Reply {
+    let broker_name = required(r, "brokerName")?;
+    let count = state
+        .routes
+        .write(|reg| reg.change_write_perm(broker_name, wipe));
+    Ok(success(r).with_ext(count_field, count))
+}
+
+pub fn wipe(state: &State, r: &RemotingCommand) -> Reply {
+    change(state, r, true, "wipeTopicCount")
+}
+
+pub fn add(state: &State, r: &RemotingCommand) -> Reply {
+    change(state, r, false, "addTopicCount")
+}

@@ -1,0 +1,96 @@
+//! GET_ROUTEINFO_BY_TOPIC (the hot path) and GET_BROKER_CLUSTER_INFO.
+
+use std::collections::BTreeSet;
+
+use remoting::body::TopicRouteData;
+use remoting::codes::{response as resp, version};
+use remoting::json::JsonStyle;
+use remoting::RemotingCommand;
+
+use super::{success, Failure, Reply};
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::route::RouteExtras;
+use crate::state::State;
+
+const NOT_FOUND_HINT: &str =
+    "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+
+pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
+    let (waiting, acting_master, order_enabled) = {
+        let s = state.settings.read();
+        let waiting = s.server.need_wait_for_service
+            && state.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64;
+        (
+            waiting,
+            s.server.support_acting_master,
+            s.server.order_message_enable,
+        )
+    };
+    if waiting {
+        return Err(Failure("name server not ready".into()));
+    }
+    let topic = r.ext("topic").unwrap_or("null");
+    let extras = || RouteExtras {
+        acting_master,
+        order_topic_conf: order_enabled
+            .then(|| state.kv.get(ORDER_TOPIC_CONFIG, topic))
+            .flatten(),
+    };
+    let body = match requested_zone(r) {
+        // Zone-filtered routes are rare and per requester: built each time, always in
+        // fastjson's form as Java writes them.
+        Some(zone) => state.routes.route(topic, extras()).map(|mut route| {
+            filter_zone(&mut route, zone);
+            route.encode(JsonStyle::Fastjson).into()
+        }),
+        None => {
+            let standard =
+                r.version >= version::V4_9_4 || r.ext_bool("acceptStandardJsonOnly") == Some(true);
+            let style = if standard {
+                JsonStyle::Standard
+            } else {
+                JsonStyle::Fastjson
+            };
+            state.routes.route_body(topic, style, extras)
+        }
+    };
+    Ok(match body {
+        Some(body) => success(r).with_body(body),
+        None => RemotingCommand::response_to(r, resp::TOPIC_NOT_EXIST).with_remark(format!(
+            "No topic route info in name server for the topic: {topic}\n{NOT_FOUND_HINT}"
+        )),
+    })
+}
+
+fn requested_zone(r: &RemotingCommand) -> Option<&str> {
+    let zone_mode = r.ext_bool("__ZONE_MODE") == Some(true);
+    let zone = r.ext("__ZONE_NAME").filter(|z| !z.trim().is_empty());
+    zone.filter(|_| zone_mode)
+}
+
+/// Keeps the requester's zone, plus every group without a master (for failover).
+fn filter_zone(route: &mut TopicRouteData, zone: &str) {
+    let mut dropped = BTreeSet::new();
+    route.broker_datas.retain(|bd| {
+        let keep = !bd.broker_addrs.contains_key(&0)
+            || bd
+                .zone_name
+                .as_deref()
+                .is_some_and(|z| z.eq_ignore_ascii_case(zone));
+        if !keep {
+            dropped.insert(bd.broker_name.clone());
+            for addr in bd.broker_addrs.values() {
+                route.filter_server_table.remove(addr);
+            }
+        }
+        keep
+    });
+    route
+        .queue_datas
+        .retain(|qd| !dropped.contains(&qd.broker_name));
+}
+
+pub fn cluster_info(state: &State, r: &RemotingCommand) -> Reply {
+    let body = state.routes.read(|reg| reg.cluster_info()).encode();
+    Ok(success(r).with_body(body))
+}

@@ -1,0 +1,95 @@
+//! Topic lists (206, 224, 304, 311-313) and topic changes (216, 217).
+
+use std::collections::BTreeSet;
+
+use remoting::body::{TopicList, TopicRouteData};
+use remoting::codes::request as req;
+use remoting::RemotingCommand;
+
+use super::{required, success, Failure, Reply};
+use crate::state::State;
+
+const TOPIC_SYS_FLAG_UNIT: i32 = 1;
+const TOPIC_SYS_FLAG_UNIT_SUB: i32 = 2;
+
+fn list_reply(r: &RemotingCommand, topics: Vec<String>, broker_addr: Option<String>) -> Reply {
+    let list = TopicList {
+        topic_list: topics,
+        broker_addr,
+    };
+    Ok(success(r).with_body(list.encode()))
+}
+
+fn gate(open: bool) -> Result<(), Failure> {
+    if open {
+        Ok(())
+    } else {
+        Err(Failure("disable".into()))
+    }
+}
+
+pub fn all(state: &State, r: &RemotingCommand) -> Reply {
+    gate(state.settings.read().server.enable_all_topic_list)?;
+    let mut topics: Vec<String> = state
+        .routes
+        .read(|reg| reg.topics.keys().cloned().collect());
+    topics.sort_unstable();
+    list_reply(r, topics, None)
+}
+
+pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {
+    gate(state.settings.read().server.enable_topic_list)?;
+    let cluster = required(r, "cluster")?;
+    let topics = state.routes.read(|reg| reg.topics_of_cluster(cluster));
+    list_reply(r, topics, None)
+}
+
+pub fn system(state: &State, r: &RemotingCommand) -> Reply {
+    let (names, broker_addr) = state.routes.read(|reg| {
+        let mut names = BTreeSet::new();
+        for (cluster, brokers) in &reg.clusters {
+            names.insert(cluster.clone());
+            names.extend(brokers.iter().cloned());
+        }
+        let mut groups: Vec<_> = reg.brokers.values().collect();
+        groups.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        let addr = groups
+            .iter()
+            .find_map(|bd| bd.broker_addrs.values().next().cloned());
+        (names, addr)
+    });
+    list_reply(r, names.into_iter().collect(), broker_addr)
+}
+
+pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
+    gate(state.settings.read().server.enable_topic_list)?;
+    let pred: fn(i32) -> bool = match r.code {
+        req::GET_UNIT_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT != 0,
+        req::GET_HAS_UNIT_SUB_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0,
+        _ => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0 && f & TOPIC_SYS_FLAG_UNIT == 0,
+    };
+    let topics = state.routes.read(|reg| reg.topics_by_sys_flag(pred));
+    list_reply(r, topics, None)
+}
+
+pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
+    let topic = required(r, "topic")?;
+    let cluster = r.ext("clusterName").filter(|c| !c.is_empty());
+    state
+        .routes
+        .write(|reg| ((), reg.delete_topic(topic, cluster)));
+    Ok(success(r))
+}
+
+pub fn register(state: &State, r: &RemotingCommand) -> Reply {
+    let topic = required(r, "topic")?;
+    if let Some(body) = &r.body {
+        let route = TopicRouteData::decode(body)?;
+        if !route.queue_datas.is_empty() {
+            state
+                .routes
+                .write(|reg| ((), reg.register_topic(topic, &route.queue_datas)));
+        }
+    }
+    Ok(success(r))
+}

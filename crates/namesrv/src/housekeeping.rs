@@ -1,0 +1,94 @@
+//! Background work: the expiry scan of silent brokers and the batch unregistration worker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::notify;
+use crate::route::{BrokerAddrKey, Unregistration};
+use crate::state::{now_ms, State};
+
+const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
+
+pub fn spawn(
+    state: Arc<State>,
+    queue: mpsc::Receiver<Unregistration>,
+    shutdown: CancellationToken,
+) {
+    let interval_ms = state
+        .settings
+        .read()
+        .server
+        .scan_not_active_broker_interval
+        .max(1) as u64;
+    let scanner_state = state.clone();
+    let scanner_shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        let scans = async {
+            tokio::time::sleep(FIRST_SCAN_DELAY).await;
+            loop {
+                scan(&scanner_state);
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+        };
+        tokio::select! {
+            _ = scans => {}
+            _ = scanner_shutdown.cancelled() => {}
+        }
+    });
+    tokio::spawn(unregister_worker(state, queue, shutdown));
+}
+
+/// Expires every broker whose deadline passed: its connection is closed and it is removed.
+pub fn scan(state: &State) {
+    let now = now_ms();
+    let expired: Vec<(BrokerAddrKey, u64)> = state.routes.read(|r| {
+        r.live
+            .iter()
+            .filter(|(_, l)| l.last_update_ms.saturating_add(l.timeout_ms) < now)
+            .map(|(k, l)| (k.clone(), l.conn))
+            .collect()
+    });
+    if expired.is_empty() {
+        return;
+    }
+    for (key, conn) in &expired {
+        info!(cluster = %key.cluster, addr = %key.addr, "broker expired");
+        state.close_connection(*conn);
+    }
+    let keys: Vec<BrokerAddrKey> = expired.into_iter().map(|(k, _)| k).collect();
+    state.unregister_live(&keys);
+}
+
+/// Takes one request, drains whatever else is queued, and applies them as one batch.
+async fn unregister_worker(
+    state: Arc<State>,
+    mut queue: mpsc::Receiver<Unregistration>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let first = tokio::select! {
+            r = queue.recv() => r,
+            _ = shutdown.cancelled() => None,
+        };
+        let Some(first) = first else { return };
+        let mut batch = vec![first];
+        while let Ok(more) = queue.try_recv() {
+            batch.push(more);
+        }
+        let notify_enabled = state.settings.read().server.notify_min_broker_id_changed;
+        let notices = state.routes.write(|r| {
+            let (changed, notices) = r.unregister(&batch, notify_enabled);
+            (notices, changed)
+        });
+        for request in &batch {
+            info!(cluster = %request.cluster, addr = %request.broker_addr, name = %request.broker_name, "broker unregistered");
+        }
+        for notice in notices {
+            notify::min_broker_id_changed(notice);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The one request a NameServer sends: NOTIFY_MIN_BROKER_ID_CHANGE, oneway, over its own
+//! connection to each broker's main port.
+
+use std::time::Duration;
+
+use remoting::client::Client;
+use remoting::codes::request::NOTIFY_MIN_BROKER_ID_CHANGE;
+use remoting::RemotingCommand;
+use tracing::{debug, warn};
+
+use crate::route::MinIdNotice;
+
+const SEND_TIMEOUT: Duration = Duration::from_millis(300);
+
+pub fn min_broker_id_changed(notice: MinIdNotice) {
+    let mut request = RemotingCommand::request(NOTIFY_MIN_BROKER_ID_CHANGE)
+        .with_ext("minBrokerId", notice.min_broker_id)
+        .with_ext("minBrokerAddr", &notice.min_broker_addr);
+    if let Some(offline) = &notice.offline_broker_addr {
+        request = request.with_ext("offlineBrokerAddr", offline);
+    }
+    if let Some(ha) = &notice.ha_broker_addr {
+        request = request.with_ext("haBrokerAddr", ha);
+    }
+    for addr in notice.recipients {
+        let request = request.clone();
+        tokio::spawn(async move {
+            let sent = tokio::time::timeout(SEND_TIMEOUT, async {
+                let client = Client::connect(addr.as_str()).await?;
+                client.send_oneway(request).await?;
+                Ok::<_, remoting::client::ClientError>(())
+            })
+            .await;
+            match sent {
+                Ok(Ok(())) => debug!(%addr, "notified broker of min broker id change"),
+                Ok(Err(e)) => warn!(%addr, "cannot notify broker: {e}"),
+                Err(_) => warn!(%addr, "notifying broker timed out"),
+            }
+        });
+    }
+}

@@ -1,0 +1,597 @@
+//! The routing tables and every rule that changes them. Plain data, no locking: the caller
+//! holds the lock and owns timing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use remoting::body::{
+    BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody, TopicConfig,
+    TopicQueueMappingInfo, TopicRouteData,
+};
+
+/// Identifies one accepted connection for the lifetime of the process.
+pub type ConnId = u64;
+
+pub const PERM_WRITE: i32 = 2;
+pub const PERM_READ: i32 = 4;
+const MASTER_ID: i64 = 0;
+pub const DEFAULT_BROKER_TIMEOUT_MS: i64 = 120_000;
+const SYNC_BROKER_MEMBER_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BrokerAddrKey {
+    pub cluster: String,
+    pub addr: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct BrokerLive {
+    pub last_update_ms: i64,
+    pub timeout_ms: i64,
+    pub data_version: DataVersion,
+    pub conn: ConnId,
+    pub ha_server_addr: String,
+}
+
+pub struct Registration {
+    pub cluster: String,
+    pub broker_addr: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub ha_server_addr: String,
+    pub zone_name: Option<String>,
+    pub timeout_ms: Option<i64>,
+    /// `None` marks a 4.x broker, which does not send the field.
+    pub enable_acting_master: Option<bool>,
+    pub body: RegisterBrokerBody,
+    pub conn: ConnId,
+    pub now_ms: i64,
+}
+
+/// Config switches that change how a registration is applied.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RegisterPolicy {
+    pub notify_min_id: bool,
+    /// `deleteTopicWithBrokerRegistration`: a full registration is the whole truth.
+    pub delete_unlisted_topics: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum RegisterOutcome {
+    Registered {
+        master_addr: Option<String>,
+        ha_server_addr: Option<String>,
+    },
+    /// A member with a newer state version holds this id; answered as success, ignored.
+    Stale,
+    /// A single-topic registration from an id the group does not know yet.
+    Refused,
+}
+
+/// What NOTIFY_MIN_BROKER_ID_CHANGE tells brokers, and whom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MinIdNotice {
+    pub min_broker_id: i64,
+    pub min_broker_addr: String,
+    pub offline_broker_addr: Option<String>,
+    pub ha_broker_addr: Option<String>,
+    pub recipients: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unregistration {
+    pub cluster: String,
+    pub broker_addr: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    pub topics: HashMap<String, BTreeMap<String, QueueData>>,
+    pub brokers: HashMap<String, BrokerData>,
+    pub clusters: HashMap<String, BTreeSet<String>>,
+    pub live: HashMap<BrokerAddrKey, BrokerLive>,
+    pub filter_servers: HashMap<BrokerAddrKey, Vec<String>>,
+    pub mappings: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
+}
+
+fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
+    BrokerAddrKey {
+        cluster: cluster.to_string(),
+        addr: addr.to_string(),
+    }
+}
+
+fn queue_data(broker_name: &str, tc: &TopicConfig, perm: i32) -> QueueData {
+    QueueData {
+        broker_name: broker_name.to_string(),
+        read_queue_nums: tc.read_queue_nums,
+        write_queue_nums: tc.write_queue_nums,
+        perm,
+        topic_sys_flag: tc.topic_sys_flag,
+    }
+}
+
+fn no_master(bd: Option<&BrokerData>) -> bool {
+    bd.is_none_or(|bd| {
+        bd.broker_addrs
+            .keys()
+            .next()
+            .is_none_or(|min| *min > MASTER_ID)
+    })
+}
+
+impl Registry {
+    /// Registers a broker. Returns the outcome and whether anything a route shows changed.
+    pub fn register(
+        &mut self,
+        reg: Registration,
+        policy: RegisterPolicy,
+    ) -> (RegisterOutcome, bool, Option<MinIdNotice>) {
+        let Registration {
+            cluster,
+            broker_addr,
+            broker_name,
+            broker_id,
+            ..
+        } = &reg;
+        let wrapper = &reg.body.wrapper;
+        let addr_key = key(cluster, broker_addr);
+
+        self.clusters
+            .entry(cluster.clone())
+            .or_default()
+            .insert(broker_name.clone());
+
+        let mut register_first = !self.brokers.contains_key(broker_name);
+        let bd = self
+            .brokers
+            .entry(broker_name.clone())
+            .or_insert_with(|| BrokerData::new(cluster, broker_name));
+        let before = bd.clone();
+        let old_version = reg.enable_acting_master.is_none();
+        bd.enable_acting_master = reg.enable_acting_master.unwrap_or(false);
+        bd.zone_name = reg.zone_name.clone();
+
+        let prev_min = bd.broker_addrs.keys().next().copied().unwrap_or(0);
+        let min_id_changed = *broker_id < prev_min;
+
+        // One address holds one id in a group (a slave switched to master on the same host).
+        bd.broker_addrs
+            .retain(|id, addr| addr != broker_addr || id == broker_id);
+
+        if let Some(holder) = bd.broker_addrs.get(broker_id).filter(|a| *a != broker_addr) {
+            let holder_state = self
+                .live
+                .get(&key(cluster, holder))
+                .map(|l| l.data_version.state_version);
+            if holder_state.is_some_and(|s| s > wrapper.data_version.state_version) {
+                let changed = *bd != before;
+                self.live.remove(&addr_key);
+                return (RegisterOutcome::Stale, changed, None);
+            }
+        }
+
+        if !bd.broker_addrs.contains_key(broker_id) && wrapper.topic_configs.len() == 1 {
+            let changed = *bd != before;
+            return (RegisterOutcome::Refused, changed, None);
+        }
+
+        let old = bd.broker_addrs.insert(*broker_id, broker_addr.clone());
+        register_first |= old.as_deref().is_none_or(str::is_empty);
+        let is_master = *broker_id == MASTER_ID;
+        let min_id = bd.broker_addrs.keys().next().copied();
+        let is_prime_slave = !old_version && !is_master && min_id == Some(*broker_id);
+        let acting_master = bd.enable_acting_master;
+        let mut changed = *bd != before;
+
+        let prev_version = self.live.get(&addr_key).map(|l| l.data_version);
+        let version_changed = prev_version != Some(wrapper.data_version);
+
+        if is_master || is_prime_slave {
+            if wrapper.mapping_info.is_empty() && policy.delete_unlisted_topics {
+                let incoming: BTreeSet<&str> = wrapper
+                    .topic_configs
+                    .iter()
+                    .filter_map(|tc| tc.topic_name.as_deref())
+                    .collect();
+                changed |= self.remove_broker_from_topics(broker_name, |t| !incoming.contains(t));
+            }
+            for tc in &wrapper.topic_configs {
+                let Some(topic) = tc.topic_name.as_deref() else {
+                    continue;
+                };
+                let missing = self
+                    .topics
+                    .get(topic)
+                    .is_none_or(|m| !m.contains_key(broker_name.as_str()));
+                if !(register_first || version_changed || missing) {
+                    continue;
+                }
+                let mut perm = tc.perm;
+                if is_prime_slave && acting_master {
+                    perm &= !PERM_WRITE;
+                }
+                let qd = queue_data(broker_name, tc, perm);
+                let slot = self.topics.entry(topic.to_string()).or_default();
+                if slot.get(broker_name.as_str()) != Some(&qd) {
+                    slot.insert(broker_name.clone(), qd);
+                    changed = true;
+                }
+            }
+            if version_changed || register_first {
+                for (topic, info) in &wrapper.mapping_info {
+                    let Some(bname) = info.bname.clone() else {
+                        continue;
+                    };
+                    let slot = self.mappings.entry(topic.clone()).or_default();
+                    if slot.get(&bname) != Some(info) {
+                        slot.insert(bname, info.clone());
+                        changed = true;
+                    }
+                }
+            }
+        }
+
+        self.live.insert(
+            addr_key.clone(),
+            BrokerLive {
+                last_update_ms: reg.now_ms,
+                timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_BROKER_TIMEOUT_MS),
+                data_version: wrapper.data_version,
+                conn: reg.conn,
+                ha_server_addr: reg.ha_server_addr.clone(),
+            },
+        );
+
+        if let Some(list) = &reg.body.filter_server_list {
+            let prev = if list.is_empty() {
+                self.filter_servers.remove(&addr_key)
+            } else {
+                self.filter_servers.insert(addr_key, list.clone())
+            };
+            changed |= prev.as_ref() != Some(list) && !(prev.is_none() && list.is_empty());
+        }
+
+        let bd = &self.brokers[broker_name.as_str()];
+        let mut outcome_master = None;
+        let mut outcome_ha = None;
+        if *broker_id != MASTER_ID {
+            if let Some(master) = bd.broker_addrs.get(&MASTER_ID) {
+                if let Some(live) = self.live.get(&key(cluster, master)) {
+                    outcome_master = Some(master.clone());
+                    outcome_ha = Some(live.ha_server_addr.clone());
+                }
+            }
+        }
+
+        let notice = (min_id_changed && policy.notify_min_id).then(|| {
+            let (min_id, min_addr) = bd
+                .broker_addrs
+                .iter()
+                .next()
+                .map(|(id, a)| (*id, a.clone()))
+                .unwrap_or_default();
+            let recipients = if bd.broker_addrs.len() == 1 {
+                bd.broker_addrs.values().cloned().collect()
+            } else {
+                bd.broker_addrs
+                    .iter()
+                    .filter(|(id, _)| **id != min_id)
+                    .map(|(_, a)| a.clone())
+                    .collect()
+            };
+            MinIdNotice {
+                min_broker_id: min_id,
+                min_broker_addr: min_addr,
+                offline_broker_addr: None,
+                ha_broker_addr: Some(reg.ha_server_addr.clone()),
+                recipients,
+            }
+        });
+
+        (
+            RegisterOutcome::Registered {
+                master_addr: outcome_master,
+                ha_server_addr: outcome_ha,
+            },
+            changed,
+            notice,
+        )
+    }
+
+    /// Removes `broker_name`'s queue data from every topic matching `which`; drops emptied
+    /// topics. Returns whether anything was removed.
+    fn remove_broker_from_topics(
+        &mut self,
+        broker_name: &str,
+        which: impl Fn(&str) -> bool,
+    ) -> bool {
+        let mut changed = false;
+        self.topics.retain(|topic, queues| {
+            if which(topic) && queues.remove(broker_name).is_some() {
+                changed = true;
+            }
+            !queues.is_empty()
+        });
+        changed
+    }
+
+    /// Applies a batch of unregistrations (UNREGISTER_BROKER, expiry, connection loss).
+    /// Returns whether routes changed and the notices to send.
+    pub fn unregister(
+        &mut self,
+        batch: &[Unregistration],
+        notify: bool,
+    ) -> (bool, Vec<MinIdNotice>) {
+        let mut changed = false;
+        let mut removed = BTreeSet::new();
+        let mut reduced = BTreeSet::new();
+        let mut min_changed: Vec<(String, String)> = Vec::new();
+        for req in batch {
+            let addr_key = key(&req.cluster, &req.broker_addr);
+            self.live.remove(&addr_key);
+            changed |= self.filter_servers.remove(&addr_key).is_some();
+            let mut remove_name = false;
+            if let Some(bd) = self.brokers.get_mut(&req.broker_name) {
+                let was_min = bd.broker_addrs.keys().next() == Some(&req.broker_id);
+                let count = bd.broker_addrs.len();
+                bd.broker_addrs.retain(|_, a| *a != req.broker_addr);
+                changed |= bd.broker_addrs.len() != count;
+                if bd.broker_addrs.is_empty() {
+                    self.brokers.remove(&req.broker_name);
+                    remove_name = true;
+                } else if was_min {
+                    min_changed.push((req.broker_name.clone(), req.broker_addr.clone()));
+                }
+            }
+            if remove_name {
+                if let Some(names) = self.clusters.get_mut(&req.cluster) {
+                    names.remove(&req.broker_name);
+                    if names.is_empty() {
+                        self.clusters.remove(&req.cluster);
+                    }
+                }
+                removed.insert(req.broker_name.clone());
+            } else {
+                reduced.insert(req.broker_name.clone());
+            }
+        }
+
+        let brokers = &self.brokers;
+        self.topics.retain(|_, queues| {
+            for name in &removed {
+                changed |= queues.remove(name).is_some();
+            }
+            for name in &reduced {
+                let Some(qd) = queues.get_mut(name) else {
+                    continue;
+                };
+                let bd = brokers.get(name);
+                if bd.is_some_and(|b| b.enable_acting_master)
+                    && no_master(bd)
+                    && qd.perm & PERM_WRITE != 0
+                {
+                    qd.perm &= !PERM_WRITE;
+                    changed = true;
+                }
+            }
+            !queues.is_empty()
+        });
+
+        let notices = if notify {
+            min_changed
+                .into_iter()
+                .filter_map(|(name, offline)| {
+                    let bd = self.brokers.get(&name).filter(|b| b.enable_acting_master)?;
+                    let (min_id, min_addr) = bd.broker_addrs.iter().next()?;
+                    Some(MinIdNotice {
+                        min_broker_id: *min_id,
+                        min_broker_addr: min_addr.clone(),
+                        offline_broker_addr: Some(offline),
+                        ha_broker_addr: None,
+                        recipients: bd.broker_addrs.values().cloned().collect(),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (changed, notices)
+    }
+
+    /// The unregistration for a live entry, found by searching the group of the same cluster
+    /// that holds its address; `None` for an orphan entry.
+    pub fn unregistration_for(&self, live_key: &BrokerAddrKey) -> Option<Unregistration> {
+        self.brokers
+            .values()
+            .filter(|bd| bd.cluster == live_key.cluster)
+            .find_map(|bd| {
+                bd.broker_addrs
+                    .iter()
+                    .find(|(_, a)| **a == live_key.addr)
+                    .map(|(id, _)| Unregistration {
+                        cluster: live_key.cluster.clone(),
+                        broker_addr: live_key.addr.clone(),
+                        broker_name: bd.broker_name.clone(),
+                        broker_id: *id,
+                    })
+            })
+    }
+
+    /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).
+    pub fn touch(&mut self, cluster: &str, addr: &str, now_ms: i64) -> Option<&BrokerLive> {
+        let live = self.live.get_mut(&key(cluster, addr))?;
+        live.last_update_ms = now_ms;
+        Some(live)
+    }
+
+    pub fn live(&self, cluster: &str, addr: &str) -> Option<&BrokerLive> {
+        self.live.get(&key(cluster, addr))
+    }
+
+    /// Sets (wipe) or restores (add) write permission on every topic of a broker group.
+    pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> (usize, bool) {
+        let mut count = 0;
+        let mut changed = false;
+        for queues in self.topics.values_mut() {
+            if let Some(qd) = queues.get_mut(broker_name) {
+                let perm = if wipe {
+                    qd.perm & !PERM_WRITE
+                } else {
+                    PERM_READ | PERM_WRITE
+                };
+                changed |= perm != qd.perm;
+                qd.perm = perm;
+                count += 1;
+            }
+        }
+        (count, changed)
+    }
+
+    pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) -> bool {
+        match cluster {
+            None => self.topics.remove(topic).is_some(),
+            Some(cluster) => {
+                let Some(names) = self.clusters.get(cluster) else {
+                    return false;
+                };
+                let Some(queues) = self.topics.get_mut(topic) else {
+                    return false;
+                };
+                let mut changed = false;
+                for name in names {
+                    changed |= queues.remove(name).is_some();
+                }
+                if queues.is_empty() {
+                    self.topics.remove(topic);
+                }
+                changed
+            }
+        }
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV: stores queue data of known brokers, stopping at the first
+    /// unknown one as Java does.
+    pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) -> bool {
+        let mut changed = false;
+        for qd in queue_datas {
+            if !self.brokers.contains_key(&qd.broker_name) {
+                break;
+            }
+            let slot = self.topics.entry(topic.to_string()).or_default();
+            if slot.get(&qd.broker_name) != Some(qd) {
+                slot.insert(qd.broker_name.clone(), qd.clone());
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Assembles a topic's route; `None` if the topic or all its brokers are unknown.
+    pub fn route(&self, topic: &str, acting_master: bool) -> Option<TopicRouteData> {
+        let queues = self.topics.get(topic)?;
+        let mut route = TopicRouteData {
+            queue_datas: queues.values().cloned().collect(),
+            ..Default::default()
+        };
+        for name in queues.keys() {
+            if let Some(bd) = self.brokers.get(name) {
+                route.broker_datas.push(bd.clone());
+            }
+        }
+        if route.broker_datas.is_empty() {
+            return None;
+        }
+        if !self.filter_servers.is_empty() {
+            for bd in &route.broker_datas {
+                for addr in bd.broker_addrs.values() {
+                    if let Some(list) = self.filter_servers.get(&key(&bd.cluster, addr)) {
+                        route.filter_server_table.insert(addr.clone(), list.clone());
+                    }
+                }
+            }
+        }
+        route.topic_queue_mapping_by_broker = self.mappings.get(topic).cloned();
+        if acting_master && !topic.starts_with(SYNC_BROKER_MEMBER_PREFIX) {
+            self.rewrite_acting_master(&mut route, queues);
+        }
+        Some(route)
+    }
+
+    /// Lets clients treat the lowest slave of a master-less group as master, when that group's
+    /// queue data is no longer writable.
+    fn rewrite_acting_master(
+        &self,
+        route: &mut TopicRouteData,
+        queues: &BTreeMap<String, QueueData>,
+    ) {
+        let masterless = |bd: &BrokerData| {
+            !bd.broker_addrs.is_empty() && !bd.broker_addrs.contains_key(&MASTER_ID)
+        };
+        if !route.broker_datas.iter().any(masterless) {
+            return;
+        }
+        for bd in route.broker_datas.iter_mut() {
+            if !masterless(bd) || !bd.enable_acting_master {
+                continue;
+            }
+            let writable = queues
+                .get(&bd.broker_name)
+                .is_some_and(|qd| qd.perm & PERM_WRITE != 0);
+            if writable {
+                continue;
+            }
+            if let Some((&min_id, _)) = bd.broker_addrs.iter().next() {
+                let addr = bd.broker_addrs.remove(&min_id).unwrap_or_default();
+                bd.broker_addrs.insert(MASTER_ID, addr);
+            }
+        }
+    }
+
+    pub fn cluster_info(&self) -> ClusterInfo {
+        ClusterInfo {
+            broker_addr_table: self
+                .brokers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cluster_addr_table: self
+                .clusters
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    pub fn topics_of_cluster(&self, cluster: &str) -> Vec<String> {
+        let Some(names) = self.clusters.get(cluster) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = self
+            .topics
+            .iter()
+            .filter(|(_, queues)| names.iter().any(|n| queues.contains_key(n)))
+            .map(|(t, _)| t.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Topics whose first queue data's sys flag satisfies `pred`.
+    pub fn topics_by_sys_flag(&self, pred: impl Fn(i32) -> bool) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .topics
+            .iter()
+            .filter(|(_, queues)| {
+                queues
+                    .values()
+                    .next()
+                    .is_some_and(|qd| pred(qd.topic_sys_flag))
+            })
+            .map(|(t, _)| t.clone())
+            .collect();
+        out.sort();
+        out
+    }
+}

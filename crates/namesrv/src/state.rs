@@ -1,0 +1,86 @@
+//! Everything the handlers share: config, KV store, routes, and the hooks into the server's
+//! background work.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use dashmap::DashMap;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::config::Settings;
+use crate::kv::KvStore;
+use crate::route::{BrokerAddrKey, ConnId, RouteTable, Unregistration};
+
+pub struct State {
+    pub settings: RwLock<Settings>,
+    /// Serialises config updates so that the persisted file matches memory.
+    pub settings_write: Mutex<()>,
+    pub kv: KvStore,
+    pub routes: RouteTable,
+    pub unregister_queue: mpsc::Sender<Unregistration>,
+    /// Cancelling a token closes that connection.
+    pub connections: DashMap<ConnId, CancellationToken>,
+    pub started: Instant,
+    pub shutting_down: AtomicBool,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl State {
+    pub fn close_connection(&self, conn: ConnId) {
+        if let Some(token) = self.connections.get(&conn) {
+            token.cancel();
+        }
+    }
+
+    /// Queues the removal of the brokers behind `keys`, or drops their live entries outright
+    /// when no group holds their address any more.
+    pub fn unregister_live(&self, keys: &[BrokerAddrKey]) {
+        let (requests, orphans): (Vec<_>, Vec<_>) = self.routes.read(|r| {
+            keys.iter()
+                .map(|k| (k, r.unregistration_for(k)))
+                .partition(|(_, u)| u.is_some())
+        });
+        if !orphans.is_empty() {
+            self.routes.write(|r| {
+                for (k, _) in &orphans {
+                    r.live.remove(*k);
+                }
+                ((), false)
+            });
+        }
+        for (_, request) in requests {
+            if let Some(request) = request {
+                if self.unregister_queue.try_send(request).is_err() {
+                    warn!("unregistration queue full; a broker will wait for expiry");
+                }
+            }
+        }
+    }
+
+    /// A connection closed: every broker that registered on it leaves at once.
+    pub fn connection_closed(&self, conn: ConnId) {
+        self.connections.remove(&conn);
+        let keys: Vec<BrokerAddrKey> = self.routes.read(|r| {
+            r.live
+                .iter()
+                .filter(|(_, l)| l.conn == conn)
+                .map(|(k, _)| k.clone())
+                .collect()
+        });
+        if !keys.is_empty() {
+            self.unregister_live(&keys);
+        }
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+}
