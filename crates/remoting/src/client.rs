@@ -23,7 +23,9 @@ pub enum ClientError {
     Timeout,
 }
 
-type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;
+/// Waiters by opaque; `None` once the connection has closed, so that no waiter is added after
+/// the reader has gone.
+type Pending = Arc<Mutex<Option<HashMap<i32, oneshot::Sender<RemotingCommand>>>>>;
 
 /// A connection to a remoting server. Cloning shares the connection.
 #[derive(Clone)]
@@ -44,7 +46,7 @@ impl Client {
 
     pub fn from_stream(stream: TcpStream) -> Self {
         let (read, write) = stream.into_split();
-        let pending: Pending = Arc::default();
+        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         let (outbound, mut rx) = mpsc::channel::<RemotingCommand>(1024);
         tokio::spawn(async move {
             let mut sink = FramedWrite::new(write, RemotingCodec::new(usize::MAX));
@@ -69,13 +71,17 @@ impl Client {
                 if !cmd.is_response() {
                     continue;
                 }
-                let waiter = reader_pending.lock().unwrap().remove(&cmd.opaque);
+                let waiter = reader_pending
+                    .lock()
+                    .unwrap()
+                    .as_mut()
+                    .and_then(|p| p.remove(&cmd.opaque));
                 if let Some(tx) = waiter {
                     let _ = tx.send(cmd);
                 }
             }
             // Dropping the senders wakes every waiter with `Closed`.
-            reader_pending.lock().unwrap().clear();
+            reader_pending.lock().unwrap().take();
         });
         Client {
             outbound,
@@ -93,18 +99,27 @@ impl Client {
         let opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
         request.opaque = opaque;
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap().insert(opaque, tx);
+        match self.pending.lock().unwrap().as_mut() {
+            Some(pending) => pending.insert(opaque, tx),
+            None => return Err(ClientError::Closed),
+        };
         if self.outbound.send(request).await.is_err() {
-            self.pending.lock().unwrap().remove(&opaque);
+            self.forget(opaque);
             return Err(ClientError::Closed);
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(_)) => Err(ClientError::Closed),
             Err(_) => {
-                self.pending.lock().unwrap().remove(&opaque);
+                self.forget(opaque);
                 Err(ClientError::Timeout)
             }
+        }
+    }
+
+    fn forget(&self, opaque: i32) {
+        if let Some(pending) = self.pending.lock().unwrap().as_mut() {
+            pending.remove(&opaque);
         }
     }
 
