@@ -81,10 +81,11 @@ fn decode(bytes: &[u8]) -> Result<Table, String> {
 impl KvStore {
     /// Loads the file; a missing or empty file is an empty store, a corrupt one an error.
     pub fn open(path: PathBuf) -> Result<Self, KvError> {
-        let table = match std::fs::read(&path) {
-            Ok(bytes) => decode(&bytes).map_err(|e| KvError::Parse(path.clone(), e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Table::new(),
-            Err(e) => return Err(KvError::Read(path, e)),
+        let table = if path.exists() {
+            let bytes = std::fs::read(&path).map_err(|e| KvError::Read(path.clone(), e))?;
+            decode(&bytes).map_err(|e| KvError::Parse(path.clone(), e))?
+        } else {
+            Table::new()
         };
         Ok(KvStore {
             path,

@@ -1,0 +1,66 @@
+//! The `mqnamesrv` command line and process lifecycle.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use remoting::codes::request;
+use remoting::RemotingCommand;
+
+fn mqnamesrv(args: &[&str], home: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .args(args)
+        .env("HOME", home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn print_config_help_and_bad_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("ns.properties");
+    std::fs::write(&conf, "listenPort=10001\norderMessageEnable=true\n").unwrap();
+    let out = mqnamesrv(&["-c", conf.to_str().unwrap(), "-p"], dir.path());
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("load config properties file OK"));
+    assert!(text.contains("\nlistenPort=10001\n"));
+    assert!(text.contains("\norderMessageEnable=true\n"));
+    assert!(text.contains(&format!(
+        "kvConfigPath={}/namesrv/kvConfig.json",
+        dir.path().display()
+    )));
+
+    assert!(mqnamesrv(&["-h"], dir.path()).status.success());
+    let bad = mqnamesrv(&["--nope"], dir.path());
+    assert_eq!(bad.status.code(), Some(1));
+    let missing = mqnamesrv(&["-c", "/nonexistent/file"], dir.path());
+    assert!(!missing.status.success());
+}
+
+#[test]
+fn corrupt_kv_file_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("namesrv")).unwrap();
+    std::fs::write(dir.path().join("namesrv/kvConfig.json"), "{oops").unwrap();
+    let conf = dir.path().join("ns.properties");
+    std::fs::write(&conf, "listenPort=0\nbindAddress=127.0.0.1\n").unwrap();
+    let out = mqnamesrv(&["-c", conf.to_str().unwrap()], dir.path());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kvConfig.json"));
+}
+
+#[tokio::test]
+async fn sigterm_stops_gracefully() {
+    let mut server = Server::start();
+    let client = server.client().await;
+    let put = RemotingCommand::request(request::PUT_KV_CONFIG)
+        .with_ext("namespace", "ns")
+        .with_ext("key", "k")
+        .with_ext("value", "v");
+    assert_eq!(call(&client, put).await.code, 0);
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(server.home.join("namesrv/kvConfig.json").exists());
+}
