@@ -524,3 +524,85 @@ async fn member_group_and_zone_filter() {
     assert_eq!(r.queue_datas.len(), 1);
     assert_eq!(r.queue_datas[0].broker_name, "a");
 }
+
+#[tokio::test]
+async fn acting_master_wipes_write_and_promotes_the_lowest_slave() {
+    let server = Server::start_with("supportActingMaster=true");
+    let client = server.client().await;
+    let acting = |b: &Broker| {
+        let mut req = b.register_request(&BASE_TOPICS, dv(1, 0));
+        req.ext_fields
+            .as_mut()
+            .unwrap()
+            .insert("enableActingMaster".into(), "true".into());
+        req
+    };
+    let master = Broker::new("c", "b", 0, MASTER);
+    let slave = Broker::new("c", "b", 1, SLAVE);
+    call(&client, acting(&master)).await;
+    call(&client, acting(&slave)).await;
+    call(&client, master.unregister_request()).await;
+    eventually("slave acts as master", Duration::from_secs(3), || async {
+        route(&client, "TopicTest").await.is_some_and(|r| {
+            r.broker_datas[0].broker_addrs.get(&0).map(String::as_str) == Some(SLAVE)
+                && r.queue_datas[0].perm & 2 == 0
+        })
+    })
+    .await;
+    let info = call(
+        &client,
+        RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+    )
+    .await;
+    assert!(
+        body_text(&info).contains(&format!(r#"{{1:"{SLAVE}"}}"#)),
+        "the stored table keeps the real id"
+    );
+}
+
+#[tokio::test]
+async fn full_registration_prunes_topics_when_configured() {
+    let server = Server::start_with("deleteTopicWithBrokerRegistration=true");
+    let client = server.client().await;
+    let master = Broker::new("c", "b", 0, MASTER);
+    master
+        .register(&client, &[("Keep", 6), ("Drop", 6)], 1)
+        .await;
+    master
+        .register(&client, &[("Keep", 6), ("New", 6)], 2)
+        .await;
+    assert!(route(&client, "Drop").await.is_none());
+    assert!(route(&client, "Keep").await.is_some());
+    assert!(route(&client, "New").await.is_some());
+}
+
+#[tokio::test]
+async fn min_broker_id_change_is_notified_to_the_other_members() {
+    let server = Server::start_with("notifyMinBrokerIdChanged=true");
+    let client = server.client().await;
+    let slave_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let slave_addr = slave_listener.local_addr().unwrap().to_string();
+    let slave = Broker {
+        addr: slave_addr.clone(),
+        ..Broker::new("c", "b", 1, "")
+    };
+    call(&client, slave.register_request(&BASE_TOPICS, dv(1, 0))).await;
+    let master = Broker::new("c", "b", 0, MASTER);
+    master.register(&client, &BASE_TOPICS, 1).await;
+
+    let (mut stream, _) = tokio::time::timeout(TIMEOUT, slave_listener.accept())
+        .await
+        .expect("no notification")
+        .unwrap();
+    let mut frames =
+        tokio_util::codec::FramedRead::new(&mut stream, remoting::frame::RemotingCodec::default());
+    let notice = futures::StreamExt::next(&mut frames)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(notice.code, request::NOTIFY_MIN_BROKER_ID_CHANGE);
+    assert!(notice.is_oneway());
+    assert_eq!(notice.ext("minBrokerId"), Some("0"));
+    assert_eq!(notice.ext("minBrokerAddr"), Some(MASTER));
+    assert_eq!(notice.ext("haBrokerAddr"), Some(master.ha_addr().as_str()));
+}

@@ -93,20 +93,26 @@ fn arb_command() -> impl Strategy<Value = RemotingCommand> {
         any::<i32>(),
         0i32..4,
         proptest::option::of("[^\u{0}]{1,40}"),
-        proptest::option::of(proptest::collection::btree_map("[a-zA-Z_]{1,12}", ".{1,30}", 1..6)),
+        proptest::option::of(proptest::collection::btree_map(
+            "[a-zA-Z_]{1,12}",
+            ".{1,30}",
+            1..6,
+        )),
         proptest::option::of(proptest::collection::vec(any::<u8>(), 1..200)),
     )
-        .prop_map(|(code, lang, version, opaque, flag, remark, ext, body)| RemotingCommand {
-            code: code as i32,
-            language: LanguageCode::from_code(lang),
-            version: version as i32,
-            opaque,
-            flag,
-            remark,
-            ext_fields: ext.map(|m| m.into_iter().collect::<ExtFields>()),
-            body: body.map(Into::into),
-            ser_type: SerializeType::Json,
-        })
+        .prop_map(
+            |(code, lang, version, opaque, flag, remark, ext, body)| RemotingCommand {
+                code: code as i32,
+                language: LanguageCode::from_code(lang),
+                version: version as i32,
+                opaque,
+                flag,
+                remark,
+                ext_fields: ext.map(|m| m.into_iter().collect::<ExtFields>()),
+                body: body.map(Into::into),
+                ser_type: SerializeType::Json,
+            },
+        )
 }
 
 proptest! {
