@@ -14,6 +14,7 @@ mod housekeeping;
 pub mod kv;
 mod notify;
 mod persist;
+mod proxy;
 pub mod route;
 mod server;
 mod state;

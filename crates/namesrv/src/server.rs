@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::handler::{self, Origin};
+use crate::proxy;
 use crate::route::ConnId;
 use crate::state::State;
 
@@ -72,7 +73,7 @@ pub async fn accept_loop(
     }
 }
 
-async fn serve(state: &Arc<State>, stream: TcpStream, conn: ConnId, close: CancellationToken) {
+async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: CancellationToken) {
     let _ = stream.set_nodelay(true);
     let (idle_limit, max_frame) = {
         let s = state.settings.read();
@@ -82,6 +83,10 @@ async fn serve(state: &Arc<State>, stream: TcpStream, conn: ConnId, close: Cance
         )
     };
     let peer = stream.peer_addr().ok();
+    if let Err(e) = proxy::skip_header(&mut stream, idle_limit).await {
+        debug!(?peer, "closing connection with a bad PROXY header: {e}");
+        return;
+    }
     let (read, write) = stream.into_split();
     let last_activity = Arc::new(AtomicI64::new(elapsed_ms(state)));
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(OUTBOUND_QUEUE);

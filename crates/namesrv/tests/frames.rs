@@ -219,3 +219,22 @@ async fn idle_connections_are_closed() {
     assert_eq!(n, 0);
     assert!(started.elapsed() >= Duration::from_millis(900));
 }
+
+#[tokio::test]
+async fn proxy_protocol_headers_are_consumed() {
+    let server = Server::start();
+    let mut get = RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO);
+    get.opaque = 3;
+    let mut v2 = vec![
+        0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0, 12,
+    ];
+    v2.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 0x04, 0x57, 0x08, 0xAE]);
+    for header in [b"PROXY TCP4 1.2.3.4 5.6.7.8 1111 2222\r\n".to_vec(), v2] {
+        let mut stream = TcpStream::connect(&server.addr).await.unwrap();
+        let mut bytes = header;
+        bytes.extend_from_slice(&frame_bytes(&get));
+        stream.write_all(&bytes).await.unwrap();
+        let resp = decode_payload(read_frame(&mut stream).await.unwrap().into()).unwrap();
+        assert_eq!((resp.code, resp.opaque), (response::SUCCESS, 3));
+    }
+}
