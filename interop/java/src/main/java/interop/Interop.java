@@ -139,6 +139,15 @@ public final class Interop {
         });
         log("ordered route: orderTopicConf=%s", route.getOrderTopicConf());
         Exchange.run(ns, orderTopic, count, "interop-ordered", true, Collections.singleton(broker));
+
+        // A broker learns order configs only from the KVTable body of the REGISTER_BROKER response:
+        // an ORDER_TOPIC_CONFIG entry for the (unordered) plain topic must turn it ordered on the broker
+        // at its next periodic registration.
+        check(!admin.examineTopicConfig(master, topic).isOrder(), "%s is already ordered on the broker", topic);
+        admin.createOrUpdateOrderConf(topic, broker + ":4", true);
+        await("broker marks " + topic + " ordered after re-registering (REGISTER_BROKER response body)", 25_000,
+            () -> admin.examineTopicConfig(master, topic).isOrder() ? Boolean.TRUE : null);
+        log("broker learnt the order config of %s from its registration response", topic);
     }
 
     // ---- scenario 3 (5.x side): the 4.9 broker registered; a topic spans it and a 5.x broker ----
