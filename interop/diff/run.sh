@@ -4,6 +4,7 @@
 #
 #   interop/diff/run.sh <path-to-mqnamesrv>   # ours = that binary
 #   interop/diff/run.sh java                  # ours = a second Java NameServer (proves the harness)
+#   interop/diff/run.sh java-5.3.3            # ours = the Java NameServer of another release
 #
 # Exit 0 = no difference outside the allow-list in NamesrvDiff.java. Needs Java 17 and Maven; the
 # first run downloads the RocketMQ jars into lib/<version>/ (cached; later runs are offline).
@@ -12,22 +13,26 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-[[ $# -eq 1 ]] || { echo "usage: $0 <path-to-mqnamesrv>|java" >&2; exit 2; }
+[[ $# -eq 1 ]] || { echo "usage: $0 <path-to-mqnamesrv>|java|java-VERSION" >&2; exit 2; }
 ours="$1"
-if [[ "$ours" != java ]]; then
+if [[ "$ours" != java* ]]; then
     [[ -x "$ours" ]] || { echo "not an executable: $ours" >&2; exit 2; }
     ours="$(cd "$(dirname "$ours")" && pwd)/$(basename "$ours")"
 fi
 
 version="${ROCKETMQ_VERSION:-$(sed -n 's:.*<rocketmq.version>\(.*\)</rocketmq.version>.*:\1:p' "$here/pom.xml")}"
-lib="$here/lib/$version"
+fetch_jars() { # VERSION -> lib dir
+    local dir="$here/lib/$1"
+    if [[ ! -f "$dir/.complete" ]]; then
+        echo "fetching RocketMQ $1 jars into $dir" >&2
+        (cd "$here" && mvn -B -q dependency:copy-dependencies -Drocketmq.version="$1" \
+            -DincludeScope=runtime -DoutputDirectory="$dir" >&2)
+        touch "$dir/.complete"
+    fi
+    echo "$dir"
+}
+lib="$(fetch_jars "$version")"
 classes="$here/target/classes-$version"
-if [[ ! -f "$lib/.complete" ]]; then
-    echo "fetching RocketMQ $version jars into $lib"
-    (cd "$here" && mvn -B -q dependency:copy-dependencies -Drocketmq.version="$version" \
-        -DincludeScope=runtime -DoutputDirectory="$lib")
-    touch "$lib/.complete"
-fi
 if [[ ! -f "$classes/NamesrvDiff.class" || "$here/src/NamesrvDiff.java" -nt "$classes/NamesrvDiff.class" ]]; then
     mkdir -p "$classes"
     javac -encoding UTF-8 -nowarn -d "$classes" -cp "$lib/*" "$here/src/NamesrvDiff.java"
@@ -75,17 +80,19 @@ start_server() {
     echo "$name NameServer at $addr"
 }
 
-java_namesrv() {
+java_namesrv() { # NAME LIBDIR
     local dir="$work/$1"
     start_server "$1" java "${jvm_small[@]}" "${jvm_opens[@]}" -Duser.home="$dir/home" \
-        -cp "$lib/*" org.apache.rocketmq.namesrv.NamesrvStartup
+        -cp "$2/*" org.apache.rocketmq.namesrv.NamesrvStartup
 }
 
 start=$SECONDS
-java_namesrv java
+java_namesrv java "$lib"
 java_addr="$addr"
 if [[ "$ours" == java ]]; then
-    java_namesrv ours
+    java_namesrv ours "$lib"
+elif [[ "$ours" == java-* ]]; then
+    java_namesrv ours "$(fetch_jars "${ours#java-}")"
 else
     start_server ours "$ours"
 fi
