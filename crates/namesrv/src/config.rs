@@ -210,6 +210,11 @@ impl Settings {
         );
     }
 
+    /// A key of the config file that is not a server config key (TLS settings, for one).
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extras.get(key).map(String::as_str)
+    }
+
     pub fn blacklisted<'a>(&self, keys: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
         keys.into_iter().find(|k| self.blacklist.contains(*k))
     }

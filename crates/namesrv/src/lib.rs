@@ -18,6 +18,7 @@ mod proxy;
 pub mod route;
 mod server;
 mod state;
+mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -48,6 +49,9 @@ pub async fn run(
         tracing::warn!("enableControllerInNamesrv is not supported; no controller is started");
     }
     let kv = KvStore::open(server.kv_config_path.clone().into())?;
+    let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
+        settings.extra(k).map(String::from)
+    })?)?);
     let bind_addr: SocketAddr = format!("{}:{}", server.bind_address, server.listen_port)
         .parse()
         .or_else(|_| format!("[{}]:{}", server.bind_address, server.listen_port).parse())
@@ -65,12 +69,14 @@ pub async fn run(
         routes: RouteTable::default(),
         unregister_queue: queue_tx,
         connections: Default::default(),
+        tls: tls.clone(),
         started: Instant::now(),
         shutting_down: Default::default(),
     });
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
+    tls.spawn_reloader(stop.clone());
     let accept = tokio::spawn(server::accept_loop(
         state.clone(),
         listener,

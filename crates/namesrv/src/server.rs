@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use remoting::frame::RemotingCodec;
 use remoting::RemotingCommand;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -20,6 +21,7 @@ use crate::handler::{self, Origin};
 use crate::proxy;
 use crate::route::ConnId;
 use crate::state::State;
+use crate::tls::{self, TlsMode};
 
 const LISTEN_BACKLOG: u32 = 1024;
 /// Responses queued per connection before its reader stops reading (a client that never
@@ -75,19 +77,70 @@ pub async fn accept_loop(
 
 async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: CancellationToken) {
     let _ = stream.set_nodelay(true);
-    let (idle_limit, max_frame) = {
+    let limits = {
         let s = state.settings.read();
-        (
-            Duration::from_secs(s.server.server_channel_max_idle_time_seconds.max(1) as u64),
-            s.server.max_frame_length.clamp(1024, i32::MAX as i64) as usize,
-        )
+        Limits {
+            idle: Duration::from_secs(s.server.server_channel_max_idle_time_seconds.max(1) as u64),
+            max_frame: s.server.max_frame_length.clamp(1024, i32::MAX as i64) as usize,
+        }
     };
     let peer = stream.peer_addr().ok();
-    if let Err(e) = proxy::skip_header(&mut stream, idle_limit).await {
+    if let Err(e) = proxy::skip_header(&mut stream, limits.idle).await {
         debug!(?peer, "closing connection with a bad PROXY header: {e}");
         return;
     }
-    let (read, write) = stream.into_split();
+    let mut first = [0u8; 1];
+    let starts_tls = match tokio::time::timeout(limits.idle, stream.peek(&mut first)).await {
+        Ok(Ok(1)) => first[0] == tls::HANDSHAKE_BYTE,
+        Ok(Ok(_)) => false,
+        _ => return,
+    };
+    match (starts_tls, state.tls.mode()) {
+        (false, TlsMode::Enforcing) => {
+            debug!(?peer, "closing plaintext connection: TLS is enforced")
+        }
+        (true, TlsMode::Disabled) => debug!(?peer, "closing TLS connection: TLS is disabled"),
+        (false, _) => {
+            let (read, write) = stream.into_split();
+            serve_frames(state, read, write, conn, close, limits).await;
+        }
+        (true, _) => {
+            let Some(acceptor) = state.tls.acceptor() else {
+                return;
+            };
+            match tokio::time::timeout(limits.idle, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let (read, write) = tokio::io::split(tls);
+                    serve_frames(state, read, write, conn, close, limits).await;
+                }
+                Ok(Err(e)) => debug!(?peer, "TLS handshake failed: {e}"),
+                Err(_) => debug!(?peer, "TLS handshake timed out"),
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Limits {
+    idle: Duration,
+    max_frame: usize,
+}
+
+async fn serve_frames<R, W>(
+    state: &Arc<State>,
+    read: R,
+    write: W,
+    conn: ConnId,
+    close: CancellationToken,
+    limits: Limits,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let Limits {
+        idle: idle_limit,
+        max_frame,
+    } = limits;
     let last_activity = Arc::new(AtomicI64::new(elapsed_ms(state)));
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(OUTBOUND_QUEUE);
 
@@ -119,7 +172,7 @@ async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: C
             _ = tokio::time::sleep(idle_left) => {
                 let idle_for = elapsed_ms(state) - last_activity.load(Ordering::Relaxed);
                 if Duration::from_millis(idle_for.max(0) as u64) >= idle_limit {
-                    debug!(?peer, "closing idle connection");
+                    debug!(conn, "closing idle connection");
                     break;
                 }
                 continue;
@@ -128,7 +181,7 @@ async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: C
         let request = match frame {
             None => break,
             Some(Err(e)) => {
-                warn!(?peer, "closing connection on a bad frame: {e}");
+                warn!(conn, "closing connection on a bad frame: {e}");
                 break;
             }
             Some(Ok(request)) => request,

@@ -2,6 +2,7 @@
 //! background work.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use dashmap::DashMap;
@@ -13,6 +14,7 @@ use tracing::warn;
 use crate::config::Settings;
 use crate::kv::KvStore;
 use crate::route::{BrokerAddrKey, ConnId, RouteTable, Unregistration};
+use crate::tls::Tls;
 
 pub struct State {
     pub settings: RwLock<Settings>,
@@ -23,6 +25,7 @@ pub struct State {
     pub unregister_queue: mpsc::Sender<Unregistration>,
     /// Cancelling a token closes that connection.
     pub connections: DashMap<ConnId, CancellationToken>,
+    pub tls: Arc<Tls>,
     pub started: Instant,
     pub shutting_down: AtomicBool,
 }

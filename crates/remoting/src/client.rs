@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -46,6 +47,23 @@ impl Client {
 
     pub fn from_stream(stream: TcpStream) -> Self {
         let (read, write) = stream.into_split();
+        Self::from_halves(read, write)
+    }
+
+    /// A client over any byte stream, TLS for one.
+    pub fn from_io<S>(stream: S) -> Self
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        Self::from_halves(read, write)
+    }
+
+    fn from_halves<R, W>(read: R, write: W) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         let (outbound, mut rx) = mpsc::channel::<RemotingCommand>(1024);
         tokio::spawn(async move {

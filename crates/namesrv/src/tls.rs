@@ -1,0 +1,256 @@
+//! TLS on the remoting port, with the Java NameServer's modes: `disabled` (TLS attempts are
+//! closed), `permissive` (the default: a connection whose first byte is a TLS handshake is TLS,
+//! anything else plaintext) and `enforcing` (plaintext is closed). Certificates are reloaded
+//! when their files change; without configured files the server uses a self-signed
+//! certificate, as Java's default test mode does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::RwLock;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// The first byte of a TLS handshake record; no plaintext frame can start with it.
+pub const HANDSHAKE_BYTE: u8 = 0x16;
+const RELOAD_CHECK: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsMode {
+    Disabled,
+    Permissive,
+    Enforcing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientAuth {
+    None,
+    Optional,
+    Require,
+}
+
+/// TLS settings, under the property names the Java NameServer reads.
+#[derive(Clone, Debug)]
+pub struct TlsSettings {
+    pub mode: TlsMode,
+    cert_path: Option<PathBuf>,
+    key_path: Option<PathBuf>,
+    trust_cert_path: Option<PathBuf>,
+    client_auth: ClientAuth,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("invalid {key}: {value}")]
+    Setting { key: &'static str, value: String },
+    #[error("cannot read {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("no {what} found in {path}")]
+    Missing { what: &'static str, path: PathBuf },
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+impl TlsSettings {
+    /// Reads `tls.server.mode`, `tls.server.certPath`, `tls.server.keyPath`,
+    /// `tls.server.trustCertPath` and `tls.server.need.client.auth`.
+    pub fn from_properties(get: impl Fn(&str) -> Option<String>) -> Result<Self, TlsError> {
+        let mode = match get("tls.server.mode").as_deref().map(str::trim) {
+            None | Some("permissive") => TlsMode::Permissive,
+            Some("disabled") => TlsMode::Disabled,
+            Some("enforcing") => TlsMode::Enforcing,
+            Some(other) => {
+                return Err(TlsError::Setting {
+                    key: "tls.server.mode",
+                    value: other.into(),
+                })
+            }
+        };
+        let client_auth = match get("tls.server.need.client.auth").as_deref().map(str::trim) {
+            None | Some("none") => ClientAuth::None,
+            Some("optional") => ClientAuth::Optional,
+            Some("require") => ClientAuth::Require,
+            Some(other) => {
+                return Err(TlsError::Setting {
+                    key: "tls.server.need.client.auth",
+                    value: other.into(),
+                })
+            }
+        };
+        let path = |key| {
+            get(key)
+                .map(|p| PathBuf::from(p.trim()))
+                .filter(|p| !p.as_os_str().is_empty())
+        };
+        let settings = TlsSettings {
+            mode,
+            cert_path: path("tls.server.certPath"),
+            key_path: path("tls.server.keyPath"),
+            trust_cert_path: path("tls.server.trustCertPath"),
+            client_auth,
+        };
+        if settings.cert_path.is_some() != settings.key_path.is_some() {
+            return Err(TlsError::Config(
+                "tls.server.certPath and tls.server.keyPath must be set together".into(),
+            ));
+        }
+        if settings.client_auth != ClientAuth::None && settings.trust_cert_path.is_none() {
+            return Err(TlsError::Config(
+                "client authentication needs tls.server.trustCertPath".into(),
+            ));
+        }
+        Ok(settings)
+    }
+
+    fn watched_files(&self) -> Vec<&Path> {
+        [&self.cert_path, &self.key_path, &self.trust_cert_path]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::as_path)
+            .collect()
+    }
+
+    fn build(&self) -> Result<TlsAcceptor, TlsError> {
+        let (certs, key) = match (&self.cert_path, &self.key_path) {
+            (Some(cert), Some(key)) => (read_certs(cert)?, read_key(key)?),
+            _ => self_signed()?,
+        };
+        // Explicit provider: the process-wide default would be ambiguous if another dependency
+        // ever enabled a second one.
+        let builder =
+            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .map_err(|e| TlsError::Config(e.to_string()))?;
+        let builder = match (&self.trust_cert_path, self.client_auth) {
+            (Some(trust), auth) if auth != ClientAuth::None => {
+                let mut roots = RootCertStore::empty();
+                for cert in read_certs(trust)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| TlsError::Config(e.to_string()))?;
+                }
+                let verifier = WebPkiClientVerifier::builder(Arc::new(roots));
+                let verifier = if auth == ClientAuth::Optional {
+                    verifier.allow_unauthenticated()
+                } else {
+                    verifier
+                };
+                builder.with_client_cert_verifier(
+                    verifier
+                        .build()
+                        .map_err(|e| TlsError::Config(e.to_string()))?,
+                )
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        let config = builder
+            .with_single_cert(certs, key)
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = std::fs::read(path).map_err(|e| TlsError::Read(path.into(), e))?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Read(path.into(), e))?;
+    if certs.is_empty() {
+        return Err(TlsError::Missing {
+            what: "certificate",
+            path: path.into(),
+        });
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let pem = std::fs::read(path).map_err(|e| TlsError::Read(path.into(), e))?;
+    rustls_pemfile::private_key(&mut pem.as_slice())
+        .map_err(|e| TlsError::Read(path.into(), e))?
+        .ok_or(TlsError::Missing {
+            what: "private key",
+            path: path.into(),
+        })
+}
+
+fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let key = PrivateKeyDer::try_from(cert.key_pair.serialize_der())
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    Ok((vec![cert.cert.der().clone()], key))
+}
+
+/// The acceptor in force, swapped when the certificate files change.
+pub struct Tls {
+    settings: TlsSettings,
+    acceptor: RwLock<Option<TlsAcceptor>>,
+}
+
+impl Tls {
+    pub fn new(settings: TlsSettings) -> Result<Self, TlsError> {
+        let acceptor = match settings.mode {
+            TlsMode::Disabled => None,
+            _ => Some(settings.build()?),
+        };
+        Ok(Tls {
+            settings,
+            acceptor: RwLock::new(acceptor),
+        })
+    }
+
+    pub fn mode(&self) -> TlsMode {
+        self.settings.mode
+    }
+
+    pub fn acceptor(&self) -> Option<TlsAcceptor> {
+        self.acceptor.read().clone()
+    }
+
+    /// Polls the certificate files and rebuilds the acceptor when any of them changes; a
+    /// broken new file keeps the previous certificate in force.
+    pub fn spawn_reloader(self: Arc<Self>, shutdown: CancellationToken) {
+        let files: Vec<PathBuf> = self
+            .settings
+            .watched_files()
+            .into_iter()
+            .map(Path::to_path_buf)
+            .collect();
+        if files.is_empty() || self.settings.mode == TlsMode::Disabled {
+            return;
+        }
+        let stamp = move || -> Vec<Option<SystemTime>> {
+            files
+                .iter()
+                .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+                .collect()
+        };
+        tokio::spawn(async move {
+            let mut last = stamp();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(RELOAD_CHECK) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+                let now = stamp();
+                if now == last {
+                    continue;
+                }
+                last = now;
+                match self.settings.build() {
+                    Ok(acceptor) => {
+                        *self.acceptor.write() = Some(acceptor);
+                        info!("TLS certificates reloaded");
+                    }
+                    Err(e) => warn!("keeping the previous TLS certificates: {e}"),
+                }
+            }
+        });
+    }
+}
