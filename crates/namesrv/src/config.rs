@@ -135,15 +135,19 @@ server_config! { defaults(home, rocketmq_home) {
     "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = 30;
     "useEpollNativeSelector" => use_epoll_native_selector: bool = false;
     "maxFrameLength" => max_frame_length: i64 = remoting::frame::DEFAULT_MAX_FRAME as i64;
+    "authenticationEnabled" => authentication_enabled: bool = false;
+    "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
 }}
 
 /// Keys that name files or paths can never be changed remotely: writing them was a remote
-/// code execution hole in old Java versions.
-const ALWAYS_BLACKLISTED: [&str; 4] = [
+/// code execution hole in old Java versions. Nor can authentication be switched remotely.
+const ALWAYS_BLACKLISTED: [&str; 6] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
     "rocketmqHome",
+    "authenticationEnabled",
+    "authCredentialsPath",
 ];
 
 /// The effective configuration plus what Java also remembers: unknown keys of the config file,

@@ -8,6 +8,7 @@
 //! - `housekeeping`: broker expiry and batch unregistration;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE.
 
+mod auth;
 pub mod config;
 mod handler;
 mod housekeeping;
@@ -19,6 +20,7 @@ pub mod route;
 mod server;
 mod state;
 mod tls;
+mod watch;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -52,6 +54,13 @@ pub async fn run(
     let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
         settings.extra(k).map(String::from)
     })?)?);
+    let credentials = if server.authentication_enabled {
+        Some(Arc::new(auth::Credentials::open(
+            server.auth_credentials_path.clone().into(),
+        )?))
+    } else {
+        None
+    };
     let bind_addr: SocketAddr = format!("{}:{}", server.bind_address, server.listen_port)
         .parse()
         .or_else(|_| format!("[{}]:{}", server.bind_address, server.listen_port).parse())
@@ -70,6 +79,7 @@ pub async fn run(
         unregister_queue: queue_tx,
         connections: Default::default(),
         tls: tls.clone(),
+        credentials: credentials.clone(),
         started: Instant::now(),
         shutting_down: Default::default(),
     });
@@ -77,6 +87,9 @@ pub async fn run(
     let tracker = TaskTracker::new();
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
     tls.spawn_reloader(stop.clone());
+    if let Some(credentials) = credentials {
+        credentials.spawn_reloader(stop.clone());
+    }
     let accept = tokio::spawn(server::accept_loop(
         state.clone(),
         listener,

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::auth::Credentials;
 use crate::config::Settings;
 use crate::kv::KvStore;
 use crate::route::{BrokerAddrKey, ConnId, RouteTable, Unregistration};
@@ -26,6 +27,8 @@ pub struct State {
     /// Cancelling a token closes that connection.
     pub connections: DashMap<ConnId, CancellationToken>,
     pub tls: Arc<Tls>,
+    /// Present when authenticated writes are on.
+    pub credentials: Option<Arc<Credentials>>,
     pub started: Instant,
     pub shutting_down: AtomicBool,
 }

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use parking_lot::RwLock;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -16,9 +15,10 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::watch;
+
 /// The first byte of a TLS handshake record; no plaintext frame can start with it.
 pub const HANDSHAKE_BYTE: u8 = 0x16;
-const RELOAD_CHECK: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlsMode {
@@ -213,44 +213,24 @@ impl Tls {
         self.acceptor.read().clone()
     }
 
-    /// Polls the certificate files and rebuilds the acceptor when any of them changes; a
-    /// broken new file keeps the previous certificate in force.
+    /// Rebuilds the acceptor when a certificate file changes; a broken new file keeps the
+    /// previous certificate in force.
     pub fn spawn_reloader(self: Arc<Self>, shutdown: CancellationToken) {
-        let files: Vec<PathBuf> = self
+        if self.settings.mode == TlsMode::Disabled {
+            return;
+        }
+        let files = self
             .settings
             .watched_files()
             .into_iter()
             .map(Path::to_path_buf)
             .collect();
-        if files.is_empty() || self.settings.mode == TlsMode::Disabled {
-            return;
-        }
-        let stamp = move || -> Vec<Option<SystemTime>> {
-            files
-                .iter()
-                .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
-                .collect()
-        };
-        tokio::spawn(async move {
-            let mut last = stamp();
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(RELOAD_CHECK) => {}
-                    _ = shutdown.cancelled() => return,
-                }
-                let now = stamp();
-                if now == last {
-                    continue;
-                }
-                last = now;
-                match self.settings.build() {
-                    Ok(acceptor) => {
-                        *self.acceptor.write() = Some(acceptor);
-                        info!("TLS certificates reloaded");
-                    }
-                    Err(e) => warn!("keeping the previous TLS certificates: {e}"),
-                }
+        watch::on_change(files, shutdown, move || match self.settings.build() {
+            Ok(acceptor) => {
+                *self.acceptor.write() = Some(acceptor);
+                info!("TLS certificates reloaded");
             }
+            Err(e) => warn!("keeping the previous TLS certificates: {e}"),
         });
     }
 }

@@ -5,8 +5,10 @@
 //! - [`command`]: the in-memory command every frame decodes to;
 //! - [`body`]: request and response bodies, written exactly as Java writes them;
 //! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
-//! - [`client`]: a small async client for tools and tests.
+//! - [`client`]: a small async client for tools and tests;
+//! - [`acl`]: request signatures of RocketMQ's ACL clients.
 
+pub mod acl;
 pub mod body;
 pub mod client;
 pub mod codes;

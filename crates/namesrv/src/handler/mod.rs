@@ -10,6 +10,7 @@ mod topic;
 use remoting::codes::{request as req, response as resp, version};
 use remoting::RemotingCommand;
 
+use crate::auth;
 use crate::route::ConnId;
 use crate::state::State;
 
@@ -44,8 +45,19 @@ pub fn may_block(code: i32) -> bool {
 
 /// Serves one request; `None` for oneway requests, which are never answered.
 pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
+    let refused = state
+        .credentials
+        .as_ref()
+        .filter(|_| auth::changes_state(request.code))
+        .and_then(|c| c.check(request).err());
     let response = if state.is_shutting_down() && request.version > version::V5_3_1 {
         RemotingCommand::response_to(request, resp::GO_AWAY).with_remark("please go away")
+    } else if let Some(remark) = refused {
+        tracing::warn!(
+            code = request.code,
+            "refused an unauthenticated write: {remark}"
+        );
+        RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark)
     } else {
         dispatch(state, origin, request).unwrap_or_else(|Failure(remark)| {
             RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)

@@ -1,0 +1,106 @@
+//! Authenticated writes: signed the way RocketMQ's ACL clients sign, checked against the
+//! credentials file; reads stay open.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use remoting::acl::sign;
+use remoting::codes::{request, response};
+use remoting::RemotingCommand;
+
+fn put(key: &str) -> RemotingCommand {
+    RemotingCommand::request(request::PUT_KV_CONFIG)
+        .with_ext("namespace", "ns")
+        .with_ext("key", key)
+        .with_ext("value", "v")
+}
+
+#[tokio::test]
+async fn writes_need_a_valid_signature_and_reads_stay_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = dir.path().join("credentials.properties");
+    std::fs::write(&creds, "admin=secret-1\n").unwrap();
+    let server = Server::start_with(&format!(
+        "authenticationEnabled=true\nauthCredentialsPath={}",
+        creds.display()
+    ));
+    let client = server.client().await;
+
+    let unsigned = call(&client, put("a")).await;
+    assert_eq!(unsigned.code, response::NO_PERMISSION);
+    assert!(unsigned
+        .remark
+        .unwrap()
+        .contains("needs AccessKey and Signature"));
+    let wrong_secret = call(&client, sign(put("a"), "admin", "guess")).await;
+    assert_eq!(wrong_secret.code, response::NO_PERMISSION);
+    let unknown = call(&client, sign(put("a"), "intruder", "secret-1")).await;
+    assert_eq!(unknown.code, response::NO_PERMISSION);
+    assert_eq!(
+        unknown.remark.as_deref(),
+        Some("unknown AccessKey intruder")
+    );
+    let mut tampered = sign(put("a"), "admin", "secret-1");
+    tampered
+        .ext_fields
+        .as_mut()
+        .unwrap()
+        .insert("value".into(), "evil".into());
+    assert_eq!(call(&client, tampered).await.code, response::NO_PERMISSION);
+
+    assert_eq!(
+        call(&client, sign(put("a"), "admin", "secret-1"))
+            .await
+            .code,
+        response::SUCCESS
+    );
+    let get = RemotingCommand::request(request::GET_KV_CONFIG)
+        .with_ext("namespace", "ns")
+        .with_ext("key", "a");
+    assert_eq!(
+        call(&client, get).await.ext("value"),
+        Some("v"),
+        "reads need no signature"
+    );
+
+    let broker = Broker::new("c", "b", 0, "127.0.0.1:10911");
+    let reg = broker.register_request(&BASE_TOPICS, dv(1, 0));
+    assert_eq!(
+        call(&client, reg.clone()).await.code,
+        response::NO_PERMISSION
+    );
+    assert_eq!(
+        call(&client, sign(reg, "admin", "secret-1")).await.code,
+        response::SUCCESS
+    );
+    assert_eq!(
+        call(&client, route_request("TopicTest", 479)).await.code,
+        response::SUCCESS
+    );
+    let wipe =
+        RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER).with_ext("brokerName", "b");
+    assert_eq!(call(&client, wipe).await.code, response::NO_PERMISSION);
+
+    for key in [
+        "authenticationEnabled",
+        "authCredentialsPath",
+        "kvConfigPath",
+    ] {
+        let update = RemotingCommand::request(request::UPDATE_NAMESRV_CONFIG)
+            .with_body(format!("{key}=x\n").into_bytes());
+        let refused = call(&client, sign(update, "admin", "secret-1")).await;
+        assert_eq!(
+            refused.code,
+            response::NO_PERMISSION,
+            "{key} is never remotely changeable"
+        );
+    }
+
+    std::fs::write(&creds, "admin=secret-1\nops=secret-2\n").unwrap();
+    eventually("new credentials loaded", Duration::from_secs(8), || async {
+        call(&client, sign(put("b"), "ops", "secret-2")).await.code == response::SUCCESS
+    })
+    .await;
+}
