@@ -160,7 +160,10 @@ public final class Interop {
         TopicRouteData sys = admin.examineTopicRouteInfo(oldBroker);
         check(queueData(sys, oldBroker) != null, "route of %s (registered by the 4.9 broker): %s", oldBroker, sys);
         createTopic(topic, false, masterOf(broker), oldAddr);
-        awaitRoute(topic, broker, oldBroker);
+        QueueData qd = queueData(awaitRoute(topic, broker, oldBroker), oldBroker);
+        // The 4.9 broker registers with the compressed binary body; its topic line must decode intact.
+        check(qd.getReadQueueNums() == 4 && qd.getWriteQueueNums() == 4 && qd.getPerm() == PERM_RW,
+            "queue data registered by the 4.9 broker: %s", qd);
     }
 
     // ---- scenario 5: the admin API against the NameServer ----
@@ -263,11 +266,15 @@ public final class Interop {
     // ---- scenario 6: brokers that stop or die leave the routes; clients go to the survivor ----
     private void liveness() throws Exception {
         String survivor = arg("broker"), stopped = arg("stopBroker"), killed = arg("killBroker");
+        String stalled = arg("stallBroker");
         long stopPid = Long.parseLong(arg("stopPid")), killPid = Long.parseLong(arg("killPid"));
+        long stallPid = Long.parseLong(arg("stallPid"));
         long limitMs = Long.parseLong(args.getOrDefault("limitMs", "3000"));
+        long stallLimitMs = Long.parseLong(args.getOrDefault("stallLimitMs", "25000"));
         String topic = "LivenessTopic";
         createTopic(topic, false, masterOf(survivor), masterOf(stopped), masterOf(killed));
         awaitRoute(topic, survivor, stopped, killed);
+        masterOf(stalled);
 
         DefaultMQProducer producer = producer("interop-liveness");
         try {
@@ -277,7 +284,28 @@ public final class Interop {
             }
             check(used.size() == 3, "before the failures messages went to %s", used);
 
+            // stopped and stalled run with a 10 s expiry and register only every 60 s: only their
+            // heartbeats keep them in the tables for longer than one expiry period.
             long t0 = System.currentTimeMillis();
+            while (System.currentTimeMillis() - t0 < 12_000) {
+                Set<String> names = admin.examineBrokerClusterInfo().getBrokerAddrTable().keySet();
+                check(names.contains(stopped) && names.contains(stalled),
+                    "heartbeating brokers %s/%s not both in cluster info after %d ms: %s", stopped, stalled,
+                    System.currentTimeMillis() - t0, names);
+                Thread.sleep(250);
+            }
+            log("%s and %s (10 s expiry) stayed registered for 12 s on heartbeats", stopped, stalled);
+
+            // SIGSTOP keeps the connection open: only the expiry scan can remove the broker.
+            t0 = System.currentTimeMillis();
+            Process p = new ProcessBuilder("kill", "-STOP", Long.toString(stallPid)).inheritIO().start();
+            check(p.waitFor() == 0, "kill -STOP %d failed", stallPid);
+            awaitGone(topic, stalled, stallLimitMs);
+            log("%s (SIGSTOP, connection open) expired after %d ms", stalled, System.currentTimeMillis() - t0);
+            check(admin.examineBrokerClusterInfo().getBrokerAddrTable().containsKey(stopped),
+                "%s expired together with %s", stopped, stalled);
+
+            t0 = System.currentTimeMillis();
             ProcessHandle.of(stopPid).orElseThrow(() -> new AssertionError("broker pid " + stopPid + " not running")).destroy();
             awaitGone(topic, stopped, limitMs);
             log("%s (SIGTERM) left routes and cluster info after %d ms", stopped, System.currentTimeMillis() - t0);
