@@ -139,6 +139,7 @@ public final class NamesrvDiff {
         runSeq("many-topics", NamesrvDiff::seqManyTopics);
         runSeq("expiry", NamesrvDiff::seqExpiry);
         runSeq("misc-and-missing-fields", NamesrvDiff::seqMisc);
+        runSeq("raw-frames", NamesrvDiff::seqRawFrames);
         // Last: Java leaves brokers behind here (quirks of §5.2/§5.5), which would leak into later reads.
         runSeq("shared-names-and-connections", NamesrvDiff::seqShared);
         for (Allowed a : ALLOW) {
@@ -669,6 +670,147 @@ public final class NamesrvDiff {
         }
         call("route after 8 s", reader, route("ETopic", V_CURRENT));
         call("topics of the cluster after 8 s", reader, req(224, "cluster", "ClusterE"));
+    }
+
+    static void seqRawFrames() {
+        // Hand-made frames on a fresh socket: header variants the Java client never sends, oneway
+        // requests (no answer), stray responses (dropped) and malformed frames (connection closed).
+        String go = "{\"code\":105,\"language\":\"GO\",\"version\":317,\"opaque\":11,\"flag\":0,\"remark\":\"\","
+            + "\"extFields\":{\"topic\":\"%s\"}}";
+        raw("Go-style header, route", jsonFrame(String.format(go, "NoSuchTopic"), null));
+        raw("Go-style header, cluster info", jsonFrame("{\"code\":106,\"language\":\"GO\",\"version\":317,"
+            + "\"opaque\":12,\"flag\":0,\"remark\":\"\",\"extFields\":{}}", null));
+        raw("language as number, no version, no flag", jsonFrame("{\"code\":206,\"language\":9,\"opaque\":13}", null));
+        raw("unknown language name, numeric ext value", jsonFrame("{\"code\":101,\"language\":\"COBOL\",\"opaque\":14,"
+            + "\"flag\":0,\"extFields\":{\"namespace\":\"n\",\"key\":5}}", null));
+        raw("oneway unknown code, then a request", jsonFrame("{\"code\":999,\"flag\":2,\"opaque\":15}", null),
+            jsonFrame("{\"code\":206,\"flag\":0,\"opaque\":16}", null));
+        raw("oneway route, then a request", jsonFrame("{\"code\":105,\"flag\":2,\"opaque\":17,"
+            + "\"extFields\":{\"topic\":\"x\"}}", null), jsonFrame("{\"code\":206,\"opaque\":18}", null));
+        raw("stray response frame, then a request", jsonFrame("{\"code\":0,\"flag\":1,\"opaque\":19}", null),
+            jsonFrame("{\"code\":206,\"opaque\":20}", null));
+        raw("two pipelined requests", jsonFrame("{\"code\":206,\"opaque\":21}", null),
+            jsonFrame("{\"code\":999,\"opaque\":22}", null));
+        raw("negative opaque", jsonFrame("{\"code\":999,\"opaque\":-7}", null));
+        raw("unknown serialization type byte", frame(5, "{\"code\":206,\"opaque\":23}".getBytes(), null));
+        raw("header length beyond the frame", ByteBufferish.of(0, 0, 0, 8, 0, 0, 0, 100, '{', '}', ' ', ' '));
+        raw("header that is not JSON", jsonFrame("not json at all", null));
+        raw("negative frame length, then a request", ByteBufferish.of(0xff, 0xff, 0xff, 0xf0, 0, 0, 0, 2, '{', '}'),
+            jsonFrame("{\"code\":206,\"opaque\":26}", null));
+        raw("frame length above 16 MiB, then a request", ByteBufferish.of(0x01, 0x00, 0x00, 0x00, 0, 0, 0, 2, '{', '}'),
+            jsonFrame("{\"code\":206,\"opaque\":27}", null));
+        raw("binary header, unknown language byte", frame(1, binaryHeader(206, 99, V_CURRENT, 24, 0, null), null));
+        raw("binary header, empty remark and ext value", new Req(101).ext("key", "k"), frame(1, binaryHeader(101, 0, V_CURRENT, 25, 0,
+            new String[] {"namespace", "", "key", "k"}), null));
+    }
+
+    /** A byte array literal helper for malformed frames. */
+    static final class ByteBufferish {
+        static byte[] of(int... v) {
+            byte[] b = new byte[v.length];
+            for (int k = 0; k < v.length; k++) b[k] = (byte) v[k];
+            return b;
+        }
+    }
+
+    static byte[] jsonFrame(String header, byte[] body) {
+        return frame(0, header.getBytes(StandardCharsets.UTF_8), body);
+    }
+
+    static byte[] frame(int serType, byte[] header, byte[] body) {
+        int bodyLen = body == null ? 0 : body.length;
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(8 + header.length + bodyLen);
+        b.putInt(4 + header.length + bodyLen).putInt((serType << 24) | header.length).put(header);
+        if (body != null) b.put(body);
+        return b.array();
+    }
+
+    static byte[] binaryHeader(int code, int lang, int version, int opaque, int flag, String[] ext) {
+        ByteArrayOutputStream bos = new ByteArrayOutputStream();
+        DataOutputStream out = new DataOutputStream(bos);
+        try {
+            out.writeShort(code);
+            out.writeByte(lang);
+            out.writeShort(version);
+            out.writeInt(opaque);
+            out.writeInt(flag);
+            out.writeInt(0); // empty remark
+            ByteArrayOutputStream map = new ByteArrayOutputStream();
+            DataOutputStream m = new DataOutputStream(map);
+            for (int k = 0; ext != null && k < ext.length; k += 2) {
+                byte[] key = ext[k].getBytes(StandardCharsets.UTF_8), val = ext[k + 1].getBytes(StandardCharsets.UTF_8);
+                m.writeShort(key.length);
+                m.write(key);
+                m.writeInt(val.length);
+                m.write(val);
+            }
+            out.writeInt(map.size());
+            out.write(map.toByteArray());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        return bos.toByteArray();
+    }
+
+    /** Sends the frames on one new connection to each server and compares what comes back. */
+    static void raw(String step, byte[]... frames) {
+        raw(step, new Req(-1), frames);
+    }
+
+    /** logical: the request the frames amount to, for the allow-list. */
+    static void raw(String step, Req logical, byte[]... frames) {
+        steps++;
+        seqSteps++;
+        Req r = logical;
+        String a = rawTranscript(javaAddr, frames);
+        curJava = lastRaw;
+        String b = rawTranscript(oursAddr, frames);
+        curOurs = lastRaw;
+        if (VERBOSE) System.out.printf("  [%s] %s -> java %s%n", seqName, step, a);
+        diff(step, r, "transcript", a, b);
+    }
+
+    static RemotingCommand lastRaw;
+
+    static String rawTranscript(String addr, byte[][] frames) {
+        lastRaw = null;
+        String[] hp = addr.split(":");
+        StringBuilder t = new StringBuilder();
+        try (java.net.Socket sock = new java.net.Socket(hp[0], Integer.parseInt(hp[1]))) {
+            sock.setSoTimeout(300); // loopback answers take well under a millisecond
+            for (byte[] f : frames) sock.getOutputStream().write(f);
+            java.io.DataInputStream in = new java.io.DataInputStream(sock.getInputStream());
+            List<String> answers = new ArrayList<>();
+            while (true) {
+                int len;
+                try {
+                    len = in.readInt();
+                } catch (java.net.SocketTimeoutException e) {
+                    answers.add("no more answers");
+                    break;
+                } catch (java.io.EOFException | java.net.SocketException e) {
+                    answers.add("connection closed");
+                    break;
+                }
+                byte[] rest = new byte[len];
+                in.readFully(rest);
+                int serType = rest[0] & 0xff;
+                RemotingCommand c = RemotingCommand.decode(java.nio.ByteBuffer.wrap(rest));
+                lastRaw = c;
+                byte[] body = c.getBody();
+                String bodyText = body == null ? "-" : new String(body, StandardCharsets.UTF_8);
+                String canon = body == null ? "-" : Objects.requireNonNullElse(Json.canonical(bodyText), bodyText);
+                answers.add("serType=" + serType + " code=" + c.getCode() + " flag=" + c.getFlag() + " opaque="
+                    + c.getOpaque() + " remark=" + c.getRemark() + " ext=" + (c.getExtFields() == null ? null
+                    : new java.util.TreeMap<>(c.getExtFields())) + " body=" + canon);
+            }
+            // Pipelined answers may come in any order (§1.1).
+            answers.sort(null);
+            t.append(String.join(" | ", answers));
+        } catch (Exception e) {
+            t.append("error ").append(e);
+        }
+        return t.toString();
     }
 
     static void seqMisc() {
