@@ -129,6 +129,20 @@ func run(ns, broker, topic string, count int) error {
 	if err != nil {
 		return fmt.Errorf("push consumer received only %d of %d messages", received(), count)
 	}
+
+	// Without a broker address the Go admin finds the broker through the route (its own parser of
+	// brokerAddrs), then sends DELETE_TOPIC_IN_NAMESRV with the topic only.
+	if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic)); err != nil {
+		return fmt.Errorf("delete topic: %w", err)
+	}
+	list, err := adm.FetchAllTopicList(ctx)
+	if err != nil {
+		return fmt.Errorf("topic list after delete: %w", err)
+	}
+	if contains(list.TopicList, topic) {
+		return fmt.Errorf("topic list still has %s after DeleteTopic", topic)
+	}
+	fmt.Printf("admin DeleteTopic removed %s from the NameServer\n", topic)
 	return nil
 }
 
