@@ -25,8 +25,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
  * Scenarios 1, 2, 3 (preparation), 5 and 6 of the interop suite, driven through the 5.x admin and client API.
- * Every check talks to the NameServer under test only; broker addresses are learnt from it, and the
- * expected values the driver passes in (addresses, pids) are what the NameServer must report.
+ * Routing facts are read from the NameServer under test only, and broker addresses are learnt from it;
+ * brokers are contacted directly only to create topics and to report their own view (HA status, topic
+ * config). The expected values the driver passes in (addresses, pids) are what the NameServer must report.
  *
  * Usage: Interop SCENARIO key=value... ; exit code 0 = pass. Keys: ns, cluster, plus per scenario.
  */
