@@ -136,18 +136,25 @@ server_config! { defaults(home, rocketmq_home) {
     "useEpollNativeSelector" => use_epoll_native_selector: bool = false;
     "maxFrameLength" => max_frame_length: i64 = remoting::frame::DEFAULT_MAX_FRAME as i64;
     "authenticationEnabled" => authentication_enabled: bool = false;
+    "httpEnable" => http_enable: bool = true;
+    "httpBindAddress" => http_bind_address: String = String::new();
+    "httpPort" => http_port: i32 = 9877;
+    "advertisedAddresses" => advertised_addresses: String = String::new();
+    "routeSnapshotEnable" => route_snapshot_enable: bool = true;
+    "routeSnapshotPath" => route_snapshot_path: String = home.join("namesrv").join("routeSnapshot.json").display().to_string();
     "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
 }}
 
 /// Keys that name files or paths can never be changed remotely: writing them was a remote
 /// code execution hole in old Java versions. Nor can authentication be switched remotely.
-const ALWAYS_BLACKLISTED: [&str; 6] = [
+const ALWAYS_BLACKLISTED: [&str; 7] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
     "rocketmqHome",
     "authenticationEnabled",
     "authCredentialsPath",
+    "routeSnapshotPath",
 ];
 
 /// The effective configuration plus what Java also remembers: unknown keys of the config file,
@@ -261,7 +268,7 @@ mod tests {
     fn listing_matches_the_java_default_listing() {
         let s = Settings::defaults(Path::new("/home/rocketmq"), Some("/opt/rocketmq".into()));
         let listing = s.listing();
-        assert!(listing.starts_with("bindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
+        assert!(listing.contains("\nbindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
         assert!(listing.contains("\nkvConfigPath=/home/rocketmq/namesrv/kvConfig.json\n"));
         assert!(listing.contains("\nrocketmqHome=/opt/rocketmq\n"));
         assert!(listing.ends_with("writeBufferLowWaterMark=0\n"));

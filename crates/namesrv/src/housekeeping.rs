@@ -28,6 +28,8 @@ pub fn spawn(
     let scanner_shutdown = shutdown.clone();
     tokio::spawn(async move {
         let scans = async {
+            // Brokers restored from a snapshot that expired while the server was down go now.
+            scan(&scanner_state);
             tokio::time::sleep(FIRST_SCAN_DELAY).await;
             loop {
                 scan(&scanner_state);
@@ -55,6 +57,7 @@ pub fn scan(state: &State) {
     if expired.is_empty() {
         return;
     }
+    state.metrics.expired(expired.len());
     for (key, conn) in &expired {
         info!(cluster = %key.cluster, addr = %key.addr, "broker expired");
         state.close_connection(*conn);
@@ -84,6 +87,7 @@ async fn unregister_worker(
             let (changed, notices) = r.unregister(&batch, notify_enabled);
             (notices, changed)
         });
+        state.metrics.unregistered(batch.len());
         for request in &batch {
             info!(cluster = %request.cluster, addr = %request.broker_addr, name = %request.broker_name, "broker unregistered");
         }

@@ -12,12 +12,15 @@ mod auth;
 pub mod config;
 mod handler;
 mod housekeeping;
+mod http;
 pub mod kv;
+mod metrics;
 mod notify;
 mod persist;
 mod proxy;
 pub mod route;
 mod server;
+mod snapshot;
 mod state;
 mod tls;
 mod watch;
@@ -39,11 +42,25 @@ use crate::kv::KvStore;
 use crate::route::RouteTable;
 use crate::state::State;
 
-/// Starts serving with `settings`, calls `on_ready` with the bound address once the listener
-/// accepts, and runs until `shutdown` completes.
+/// Where the server listens.
+pub struct Endpoints {
+    pub remoting: SocketAddr,
+    pub http: Option<SocketAddr>,
+}
+
+async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListener> {
+    let port = u16::try_from(port).with_context(|| format!("invalid httpPort {port}"))?;
+    let addr = (host, port);
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {host}:{port}"))
+}
+
+/// Starts serving with `settings`, calls `on_ready` with the bound addresses once the
+/// listeners accept, and runs until `shutdown` completes.
 pub async fn run(
     settings: Settings,
-    on_ready: impl FnOnce(SocketAddr),
+    on_ready: impl FnOnce(Endpoints),
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let server = &settings.server;
@@ -71,15 +88,42 @@ pub async fn run(
     let (queue_tx, queue_rx) =
         mpsc::channel(server.unregister_broker_queue_capacity.max(1) as usize);
 
+    let snapshot_path = server
+        .route_snapshot_enable
+        .then(|| std::path::PathBuf::from(&server.route_snapshot_path));
+    let registry = snapshot_path
+        .as_deref()
+        .map(snapshot::load)
+        .unwrap_or_default();
+    let http_listener = if server.http_enable {
+        let host = if server.http_bind_address.is_empty() {
+            &server.bind_address
+        } else {
+            &server.http_bind_address
+        };
+        match bind_http(host, server.http_port).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                // The HTTP port is an aid; the remoting port is the service.
+                tracing::error!("HTTP port disabled: {e:#}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let state = Arc::new(State {
         settings: parking_lot::RwLock::new(settings),
         settings_write: parking_lot::Mutex::new(()),
         kv,
-        routes: RouteTable::default(),
+        routes: RouteTable::with_registry(registry),
         unregister_queue: queue_tx,
         connections: Default::default(),
         tls: tls.clone(),
         credentials: credentials.clone(),
+        metrics: Default::default(),
+        remoting_addr: local,
         started: Instant::now(),
         shutting_down: Default::default(),
     });
@@ -96,7 +140,16 @@ pub async fn run(
         stop.clone(),
         tracker.clone(),
     ));
-    on_ready(local);
+    let snapshot_writer =
+        snapshot_path.map(|p| snapshot::spawn_writer(state.clone(), p, stop.clone()));
+    let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
+    if let Some(listener) = http_listener {
+        tokio::spawn(http::serve(state.clone(), listener, stop.clone()));
+    }
+    on_ready(Endpoints {
+        remoting: local,
+        http: http_addr,
+    });
 
     shutdown.await;
     let (graceful, wait) = {
@@ -116,5 +169,8 @@ pub async fn run(
     let _ = accept.await;
     tracker.close();
     let _ = tokio::time::timeout(Duration::from_secs(10), tracker.wait()).await;
+    if let Some(writer) = snapshot_writer {
+        let _ = writer.await;
+    }
     Ok(())
 }

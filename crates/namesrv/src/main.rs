@@ -68,8 +68,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(namesrv::run(
         settings,
-        |addr| {
-            println!("The Name Server boot success. serializeType=JSON, address {addr}");
+        |endpoints| {
+            if let Some(http) = endpoints.http {
+                println!("The Name Server HTTP port: http://{http}");
+            }
+            println!(
+                "The Name Server boot success. serializeType=JSON, address {}",
+                endpoints.remoting
+            );
         },
         shutdown_signal(),
     ));

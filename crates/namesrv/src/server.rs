@@ -68,7 +68,9 @@ pub async fn accept_loop(
         let state = state.clone();
         tracker.spawn(async move {
             debug!(%peer, conn, "connection opened");
+            state.metrics.connection_opened();
             serve(&state, stream, conn, close).await;
+            state.metrics.connection_closed();
             state.connection_closed(conn);
             debug!(%peer, conn, "connection closed");
         });

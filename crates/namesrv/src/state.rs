@@ -1,6 +1,7 @@
 //! Everything the handlers share: config, KV store, routes, and the hooks into the server's
 //! background work.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +15,7 @@ use tracing::warn;
 use crate::auth::Credentials;
 use crate::config::Settings;
 use crate::kv::KvStore;
+use crate::metrics::Metrics;
 use crate::route::{BrokerAddrKey, ConnId, RouteTable, Unregistration};
 use crate::tls::Tls;
 
@@ -29,6 +31,9 @@ pub struct State {
     pub tls: Arc<Tls>,
     /// Present when authenticated writes are on.
     pub credentials: Option<Arc<Credentials>>,
+    pub metrics: Metrics,
+    /// Where the remoting listener is bound.
+    pub remoting_addr: SocketAddr,
     pub started: Instant,
     pub shutting_down: AtomicBool,
 }
@@ -84,6 +89,18 @@ impl State {
         if !keys.is_empty() {
             self.unregister_live(&keys);
         }
+    }
+
+    /// Whether routes are still held back after start (`needWaitForService`), so that brokers
+    /// re-register before clients see partial routes.
+    pub fn waiting_for_service(&self) -> bool {
+        let s = self.settings.read();
+        s.server.need_wait_for_service
+            && self.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64
+    }
+
+    pub fn is_ready(&self) -> bool {
+        !self.is_shutting_down() && !self.waiting_for_service()
     }
 
     pub fn is_shutting_down(&self) -> bool {

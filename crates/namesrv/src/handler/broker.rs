@@ -1,9 +1,7 @@
 //! REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT,
 //! GET_BROKER_MEMBER_GROUP: what brokers send.
 
-use remoting::body::{
-    BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody, MAX_INFLATED_BODY,
-};
+use remoting::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
 use remoting::RemotingCommand;
 
 use super::{required, required_i64, success, Failure, Origin, Reply};
@@ -27,13 +25,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             return Ok(success(r).with_empty_ext().into_error("crc32 not match"));
         }
     }
-    let body = RegisterBrokerBody::decode(
-        r.body.as_deref(),
-        r.version,
-        r.ext_bool("compressed").unwrap_or(false),
-        MAX_INFLATED_BODY,
-    )?;
-    let (policy, return_order_conf) = {
+    let (policy, return_order_conf, max_inflated) = {
         let s = state.settings.read();
         (
             RegisterPolicy {
@@ -41,8 +33,15 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
                 delete_unlisted_topics: s.server.delete_topic_with_broker_registration,
             },
             s.server.return_order_topic_config_to_broker,
+            inflate_limit(s.server.max_frame_length),
         )
     };
+    let body = RegisterBrokerBody::decode(
+        r.body.as_deref(),
+        r.version,
+        r.ext_bool("compressed").unwrap_or(false),
+        max_inflated,
+    )?;
     let registration = Registration {
         cluster: cluster.to_string(),
         broker_addr: broker_addr.to_string(),
@@ -54,12 +53,14 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         enable_acting_master: r.ext_bool("enableActingMaster"),
         body,
         conn: origin.conn,
+        version: r.version,
         now_ms: now_ms(),
     };
     let (outcome, notice) = state.routes.write(|reg| {
         let (outcome, changed, notice) = reg.register(registration, policy);
         ((outcome, notice), changed)
     });
+    state.metrics.registered();
     if let Some(notice) = notice {
         notify::min_broker_id_changed(notice);
     }
@@ -85,6 +86,14 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         }
     }
     Ok(response)
+}
+
+/// Compressed bodies may inflate to a few times the largest frame (real ones compress about
+/// tenfold at most), so that a small hostile body cannot claim unbounded memory.
+fn inflate_limit(max_frame: i64) -> usize {
+    usize::try_from(max_frame.max(0))
+        .unwrap_or(usize::MAX)
+        .saturating_mul(4)
 }
 
 pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {

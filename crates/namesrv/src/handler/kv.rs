@@ -17,6 +17,7 @@ fn namespace_and_key(r: &RemotingCommand) -> Result<(&str, &str), Failure> {
 
 /// Routes show the order config, so a change to it must reach cached routes.
 fn after_change(state: &State, namespace: &str) {
+    state.metrics.kv_written();
     if namespace == ORDER_TOPIC_CONFIG {
         state.routes.invalidate();
     }

@@ -7,6 +7,8 @@ mod perm;
 mod route;
 mod topic;
 
+use std::time::Instant;
+
 use remoting::codes::{request as req, response as resp, version};
 use remoting::RemotingCommand;
 
@@ -45,6 +47,7 @@ pub fn may_block(code: i32) -> bool {
 
 /// Serves one request; `None` for oneway requests, which are never answered.
 pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
+    let started = Instant::now();
     let refused = state
         .credentials
         .as_ref()
@@ -63,6 +66,9 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
             RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
         })
     };
+    state
+        .metrics
+        .request(request.code, response.code, started.elapsed());
     (!request.is_oneway()).then_some(response)
 }
 

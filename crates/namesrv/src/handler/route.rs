@@ -16,20 +16,17 @@ const NOT_FOUND_HINT: &str =
     "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
-    let (waiting, acting_master, order_enabled) = {
+    if state.waiting_for_service() {
+        return Err(Failure("name server not ready".into()));
+    }
+    let topic = r.ext("topic").unwrap_or("null");
+    let (acting_master, order_enabled) = {
         let s = state.settings.read();
-        let waiting = s.server.need_wait_for_service
-            && state.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64;
         (
-            waiting,
             s.server.support_acting_master,
             s.server.order_message_enable,
         )
     };
-    if waiting {
-        return Err(Failure("name server not ready".into()));
-    }
-    let topic = r.ext("topic").unwrap_or("null");
     let extras = || RouteExtras {
         acting_master,
         order_topic_conf: order_enabled

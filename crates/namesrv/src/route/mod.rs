@@ -48,6 +48,18 @@ impl RouteTable {
         result
     }
 
+    pub fn with_registry(registry: Registry) -> Self {
+        RouteTable {
+            registry: RwLock::new(registry),
+            ..Default::default()
+        }
+    }
+
+    /// Changes whenever something a route shows changes.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// Drops every cached body (after a change outside the registry: KV, config).
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::Release);

@@ -30,6 +30,8 @@ pub struct BrokerLive {
     pub data_version: DataVersion,
     pub conn: ConnId,
     pub ha_server_addr: String,
+    /// The broker's protocol version (`MQVersion` ordinal) at its last registration.
+    pub version: i32,
 }
 
 pub struct Registration {
@@ -44,6 +46,7 @@ pub struct Registration {
     pub enable_acting_master: Option<bool>,
     pub body: RegisterBrokerBody,
     pub conn: ConnId,
+    pub version: i32,
     pub now_ms: i64,
 }
 
@@ -241,6 +244,7 @@ impl Registry {
                 data_version: wrapper.data_version,
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
+                version: reg.version,
             },
         );
 

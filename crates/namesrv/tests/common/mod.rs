@@ -17,6 +17,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Server {
     pub addr: String,
+    /// Base URL of the HTTP port, e.g. `http://127.0.0.1:40000`.
+    pub http: Option<String>,
     pub home: PathBuf,
     pub config: PathBuf,
     child: Child,
@@ -42,7 +44,7 @@ impl Server {
         let config = home.join("namesrv.conf");
         std::fs::write(
             &config,
-            format!("listenPort=0\nbindAddress=127.0.0.1\n{props}\n"),
+            format!("listenPort=0\nbindAddress=127.0.0.1\nhttpPort=0\n{props}\n"),
         )
         .unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
@@ -57,11 +59,15 @@ impl Server {
             .expect("starting mqnamesrv");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
+        let mut http = None;
         let addr = loop {
             let line = lines
                 .next()
                 .expect("mqnamesrv exited before booting")
                 .unwrap();
+            if let Some(url) = line.split("HTTP port: ").nth(1) {
+                http = Some(url.trim().to_string());
+            }
             if let Some(rest) = line.split("boot success").nth(1) {
                 break rest.rsplit(' ').next().unwrap().to_string();
             }
@@ -69,6 +75,7 @@ impl Server {
         std::thread::spawn(move || for _ in lines {});
         Server {
             addr,
+            http,
             home: home.to_path_buf(),
             config,
             child,
@@ -218,4 +225,31 @@ where
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A `/proc/PID/status` memory figure of the server process in KiB (`VmRSS`, or `VmHWM` for
+    /// the peak), so that tests can bound what hostile peers make it hold.
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in the server's status"))
+    }
+}
+
+/// The soft limit on open files this test process (and the server it starts) runs with.
+pub fn open_files_soft_limit() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or(1024)
 }

@@ -1,0 +1,184 @@
+//! Prometheus metrics: traffic counted as it happens, registry sizes read at scrape time.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::{text::encode, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::state::now_ms;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    code: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabel {
+    cluster: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<CodeLabel, Histogram>,
+    connections: Gauge,
+    registrations: Counter,
+    unregistrations: Counter,
+    expirations: Counter,
+    kv_writes: Counter,
+    brokers_alive: Family<ClusterLabel, Gauge>,
+    topics: Gauge,
+    snapshot_age: Gauge,
+    snapshot_saved_ms: AtomicI64,
+}
+
+/// Request codes become label values only if they are codes we serve: a client sending
+/// arbitrary codes must not grow the metric set without bound.
+fn code_label(code: i32, result: i32) -> String {
+    if result == remoting::codes::response::REQUEST_CODE_NOT_SUPPORTED {
+        "other".into()
+    } else {
+        code.to_string()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("namesrv");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<CodeLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.000_01, 4.0, 10))
+        });
+        let m = Metrics {
+            requests,
+            latency,
+            connections: Gauge::default(),
+            registrations: Counter::default(),
+            unregistrations: Counter::default(),
+            expirations: Counter::default(),
+            kv_writes: Counter::default(),
+            brokers_alive: Family::default(),
+            topics: Gauge::default(),
+            snapshot_age: Gauge::default(),
+            snapshot_saved_ms: AtomicI64::new(0),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "requests",
+            "Requests by request code and response code",
+            m.requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time to serve a request, by request code",
+            m.latency.clone(),
+        );
+        registry.register("connections", "Open connections", m.connections.clone());
+        registry.register(
+            "broker_registrations",
+            "REGISTER_BROKER requests applied",
+            m.registrations.clone(),
+        );
+        registry.register(
+            "broker_unregistrations",
+            "Broker addresses removed (unregistration, expiry or connection loss)",
+            m.unregistrations.clone(),
+        );
+        registry.register(
+            "broker_expirations",
+            "Brokers expired for silence",
+            m.expirations.clone(),
+        );
+        registry.register(
+            "kv_writes",
+            "KV store changes persisted",
+            m.kv_writes.clone(),
+        );
+        registry.register(
+            "brokers_alive",
+            "Live broker addresses per cluster",
+            m.brokers_alive.clone(),
+        );
+        registry.register("topics", "Topics with at least one queue", m.topics.clone());
+        registry.register(
+            "route_snapshot_age_seconds",
+            "Seconds since the route snapshot was last written (-1: never)",
+            m.snapshot_age.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+}
+
+impl Metrics {
+    pub fn request(&self, code: i32, result: i32, took: Duration) {
+        let code = code_label(code, result);
+        self.requests
+            .get_or_create(&RequestLabels {
+                code: code.clone(),
+                result: result.to_string(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&CodeLabel { code })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections.inc();
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections.dec();
+    }
+
+    pub fn registered(&self) {
+        self.registrations.inc();
+    }
+
+    pub fn unregistered(&self, count: usize) {
+        self.unregistrations.inc_by(count as u64);
+    }
+
+    pub fn expired(&self, count: usize) {
+        self.expirations.inc_by(count as u64);
+    }
+
+    pub fn kv_written(&self) {
+        self.kv_writes.inc();
+    }
+
+    pub fn snapshot_saved(&self) {
+        self.snapshot_saved_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Renders the exposition text, after setting the gauges read from the registry.
+    pub fn render(&self, alive_per_cluster: Vec<(String, usize)>, topics: usize) -> String {
+        self.brokers_alive.clear();
+        for (cluster, count) in alive_per_cluster {
+            self.brokers_alive
+                .get_or_create(&ClusterLabel { cluster })
+                .set(count as i64);
+        }
+        self.topics.set(topics as i64);
+        let saved = self.snapshot_saved_ms.load(Ordering::Relaxed);
+        self.snapshot_age.set(if saved == 0 {
+            -1
+        } else {
+            (now_ms() - saved) / 1000
+        });
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}

@@ -1,0 +1,266 @@
+//! Route snapshot for warm restart: the registry is written to disk (debounced, atomically)
+//! and loaded at start, so that clients get the last known routes at once after a restart —
+//! also after kill -9. Live entries keep their last heartbeat time, so a broker that died while
+//! the server was down still expires on time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use remoting::body::{BrokerData, DataVersion, QueueData, TopicQueueMappingInfo};
+use remoting::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::persist::write_atomically;
+use crate::route::{BrokerAddrKey, BrokerLive, Registry};
+use crate::state::{now_ms, State};
+
+/// Changes are written at most this often.
+const DEBOUNCE: Duration = Duration::from_secs(1);
+/// Heartbeats move deadlines without changing routes; they are saved this often.
+const REFRESH: Duration = Duration::from_secs(30);
+/// Restored brokers have no connection yet; this id never names a real one.
+const NO_CONNECTION: u64 = 0;
+
+fn write_key(w: &mut JsonWriter, key: &BrokerAddrKey) {
+    w.key("cluster").string(&key.cluster);
+    w.key("addr").string(&key.addr);
+}
+
+pub fn encode(r: &Registry) -> Vec<u8> {
+    let mut w = JsonWriter::with_capacity(JsonStyle::Standard, 4096);
+    w.object(|w| {
+        w.key("savedAt").int(now_ms());
+        w.key("brokers").array(|w| {
+            for bd in r.brokers.values() {
+                bd.write(w);
+            }
+        });
+        w.key("clusters").object(|w| {
+            for (cluster, names) in &r.clusters {
+                w.key(cluster)
+                    .string_array(names.iter().map(String::as_str));
+            }
+        });
+        w.key("topics").object(|w| {
+            for (topic, queues) in &r.topics {
+                w.key(topic).array(|w| {
+                    for qd in queues.values() {
+                        qd.write(w);
+                    }
+                });
+            }
+        });
+        w.key("live").array(|w| {
+            for (key, live) in &r.live {
+                w.object(|w| {
+                    write_key(w, key);
+                    w.key("lastUpdate").int(live.last_update_ms);
+                    w.key("timeout").int(live.timeout_ms);
+                    w.key("dataVersion");
+                    live.data_version.write(w);
+                    w.key("haServerAddr").string(&live.ha_server_addr);
+                    w.key("version").int(live.version as i64);
+                });
+            }
+        });
+        w.key("filterServers").array(|w| {
+            for (key, servers) in &r.filter_servers {
+                w.object(|w| {
+                    write_key(w, key);
+                    w.key("servers")
+                        .string_array(servers.iter().map(String::as_str));
+                });
+            }
+        });
+        w.key("mappings").object(|w| {
+            for (topic, infos) in &r.mappings {
+                w.key(topic).array(|w| {
+                    for info in infos.values() {
+                        info.write(w);
+                    }
+                });
+            }
+        });
+    });
+    w.finish()
+}
+
+fn objects<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Vec<&'a Map<String, Value>>, String> {
+    obj.opt_array(key)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_object().ok_or_else(|| format!("{key}: not an object")))
+        .collect()
+}
+
+fn addr_key(obj: &Map<String, Value>) -> Result<BrokerAddrKey, String> {
+    Ok(BrokerAddrKey {
+        cluster: obj
+            .opt_string("cluster")
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default(),
+        addr: obj
+            .opt_string("addr")
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default(),
+    })
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
+    let value = parse_value(bytes).map_err(|e| e.to_string())?;
+    let obj = value.as_object().ok_or("snapshot is not an object")?;
+    let mut r = Registry::default();
+    let err = |e: remoting::error::BodyError| e.to_string();
+    for bd in objects(obj, "brokers")? {
+        let bd = BrokerData::from_object(bd).map_err(err)?;
+        r.brokers.insert(bd.broker_name.clone(), bd);
+    }
+    for (cluster, names) in obj
+        .opt_object("clusters")
+        .map_err(err)?
+        .into_iter()
+        .flatten()
+    {
+        r.clusters
+            .insert(cluster.clone(), strings(names).into_iter().collect());
+    }
+    for (topic, queues) in obj.opt_object("topics").map_err(err)?.into_iter().flatten() {
+        let slot = r.topics.entry(topic.clone()).or_default();
+        for qd in queues
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+        {
+            let qd = QueueData::from_object(qd).map_err(err)?;
+            slot.insert(qd.broker_name.clone(), qd);
+        }
+    }
+    for live in objects(obj, "live")? {
+        let dv = live
+            .opt_object("dataVersion")
+            .map_err(err)?
+            .map(DataVersion::from_object)
+            .transpose()
+            .map_err(err)?
+            .unwrap_or_default();
+        r.live.insert(
+            addr_key(live)?,
+            BrokerLive {
+                last_update_ms: live.i64_or("lastUpdate", 0).map_err(err)?,
+                timeout_ms: live.i64_or("timeout", 0).map_err(err)?,
+                data_version: dv,
+                conn: NO_CONNECTION,
+                ha_server_addr: live
+                    .opt_string("haServerAddr")
+                    .map_err(err)?
+                    .unwrap_or_default(),
+                version: live.i32_or("version", 0).map_err(err)?,
+            },
+        );
+    }
+    for entry in objects(obj, "filterServers")? {
+        let servers = entry.get("servers").map(strings).unwrap_or_default();
+        r.filter_servers.insert(addr_key(entry)?, servers);
+    }
+    for (topic, infos) in obj
+        .opt_object("mappings")
+        .map_err(err)?
+        .into_iter()
+        .flatten()
+    {
+        let slot = r.mappings.entry(topic.clone()).or_default();
+        for info in infos
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+        {
+            let info = TopicQueueMappingInfo::from_object(info).map_err(err)?;
+            if let Some(bname) = info.bname.clone() {
+                slot.insert(bname, info);
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Loads the snapshot at `path`; a missing or unreadable one means an empty registry (the
+/// snapshot is a cache: brokers re-register within one period anyway).
+pub fn load(path: &Path) -> Registry {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Registry::default(),
+        Err(e) => {
+            warn!(path = %path.display(), "cannot read the route snapshot: {e}");
+            return Registry::default();
+        }
+    };
+    match decode(&bytes) {
+        Ok(r) => {
+            info!(
+                brokers = r.live.len(),
+                topics = r.topics.len(),
+                "restored routes from the snapshot"
+            );
+            r
+        }
+        Err(e) => {
+            warn!(path = %path.display(), "ignoring a corrupt route snapshot: {e}");
+            Registry::default()
+        }
+    }
+}
+
+fn save(state: &State, path: &Path) {
+    let bytes = state.routes.read(encode);
+    if let Err(e) = write_atomically(path, &bytes) {
+        warn!(path = %path.display(), "cannot write the route snapshot: {e}");
+    } else {
+        state.metrics.snapshot_saved();
+    }
+}
+
+/// Writes the snapshot after changes (debounced) and periodically, and once more at shutdown.
+pub fn spawn_writer(
+    state: Arc<State>,
+    path: PathBuf,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut saved_generation = state.routes.generation();
+        let mut since_save = Duration::ZERO;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(DEBOUNCE) => {}
+                _ = shutdown.cancelled() => break,
+            }
+            since_save += DEBOUNCE;
+            let generation = state.routes.generation();
+            if generation != saved_generation || since_save >= REFRESH {
+                saved_generation = generation;
+                since_save = Duration::ZERO;
+                let (state, path) = (state.clone(), path.clone());
+                let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
+            }
+        }
+        let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
+    })
+}

@@ -1,0 +1,173 @@
+//! Warm restart from the route snapshot, and the HTTP port: probes, metrics, address list and
+//! the status page.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use remoting::codes::{request, response};
+use remoting::RemotingCommand;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const SNAPSHOT_SETTLE: Duration = Duration::from_millis(1600);
+
+/// A plain HTTP/1.0 GET; returns the status code and the body.
+async fn get(base: &str, path: &str) -> (u16, String) {
+    let host = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(host).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    tokio::time::timeout(TIMEOUT, stream.read_to_string(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = raw.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn routes_survive_kill_and_dead_brokers_still_expire() {
+    let mut server = Server::start();
+    let client = server.client().await;
+    let stays = Broker::new("c", "stays", 0, "127.0.0.1:10911");
+    let dies = Broker::new("c", "dies", 0, "127.0.0.1:10921");
+    stays
+        .register(&client, &[("Kept", 6), ("Shared", 6)], 1)
+        .await;
+    let short = dies
+        .register_request(&[("Gone", 6), ("Shared", 6)], dv(1, 0))
+        .with_ext("heartbeatTimeoutMillis", 1500);
+    call(&client, short).await;
+    tokio::time::sleep(SNAPSHOT_SETTLE).await;
+    server.kill();
+
+    let restarted = Server::start_in(&server.home, "");
+    let client = restarted.client().await;
+    let kept = call(&client, route_request("Kept", 479)).await;
+    assert_eq!(
+        kept.code,
+        response::SUCCESS,
+        "routes are answered at once after kill -9"
+    );
+    assert!(body_text(&kept).contains("127.0.0.1:10911"));
+    let gone = call(&client, route_request("Gone", 479)).await;
+    assert_eq!(
+        gone.code,
+        response::TOPIC_NOT_EXIST,
+        "a broker whose deadline passed while we were down is gone"
+    );
+}
+
+#[tokio::test]
+async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
+    let mut server = Server::start();
+    let client = server.client().await;
+    Broker::new("c", "b", 0, "127.0.0.1:10911")
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    assert!(server.terminate().success());
+    let restarted = Server::start_in(&server.home, "");
+    let client = restarted.client().await;
+    assert_eq!(
+        call(&client, route_request("TopicTest", 479)).await.code,
+        response::SUCCESS
+    );
+    drop(client);
+    drop(restarted);
+
+    let without = Server::start_in(&server.home, "routeSnapshotEnable=false");
+    let client = without.client().await;
+    assert_eq!(
+        call(&client, route_request("TopicTest", 479)).await.code,
+        response::TOPIC_NOT_EXIST
+    );
+}
+
+#[tokio::test]
+async fn probes_metrics_and_address_list() {
+    let server = Server::start_with("needWaitForService=true\nwaitSecondsForService=2");
+    let http = server.http.clone().expect("HTTP port announced");
+    assert_eq!(get(&http, "/healthz").await.0, 200);
+    assert_eq!(
+        get(&http, "/readyz").await.0,
+        503,
+        "not ready while waiting for brokers"
+    );
+    eventually("ready after the wait", Duration::from_secs(5), || async {
+        get(&http, "/readyz").await.0 == 200
+    })
+    .await;
+
+    let (status, nsaddr) = get(&http, "/rocketmq/nsaddr").await;
+    assert_eq!((status, nsaddr.as_str()), (200, server.addr.as_str()));
+
+    let client = server.client().await;
+    Broker::new("c", "b", 0, "127.0.0.1:10911")
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    for _ in 0..3 {
+        call(&client, route_request("TopicTest", 479)).await;
+    }
+    call(&client, RemotingCommand::request(4242)).await;
+    let (_, metrics) = get(&http, "/metrics").await;
+    assert!(
+        metrics.contains(r#"namesrv_requests_total{code="105",result="0"} 3"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"namesrv_requests_total{code="other",result="3"} 1"#));
+    assert!(metrics.contains(r#"namesrv_brokers_alive{cluster="c"} 1"#));
+    assert!(metrics.contains("namesrv_topics 2"));
+    assert!(metrics.contains("namesrv_broker_registrations_total 1"));
+    assert!(metrics.contains("namesrv_connections 1"));
+    assert!(metrics.contains("namesrv_request_duration_seconds_bucket"));
+}
+
+#[tokio::test]
+async fn configured_address_list_and_status_page() {
+    let server = Server::start_with("advertisedAddresses=10.0.0.1:9876;10.0.0.2:9876");
+    let http = server.http.clone().unwrap();
+    assert_eq!(
+        get(&http, "/rocketmq/nsaddr").await.1,
+        "10.0.0.1:9876;10.0.0.2:9876"
+    );
+
+    let client = server.client().await;
+    Broker::new("prod", "broker-a", 0, "127.0.0.1:10911")
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    call(
+        &client,
+        RemotingCommand::request(request::PUT_KV_CONFIG)
+            .with_ext("namespace", "ORDER_TOPIC_CONFIG")
+            .with_ext("key", "TopicTest")
+            .with_ext("value", "broker-a:4"),
+    )
+    .await;
+    let (status, page) = get(&http, "/?topic=TopicTest").await;
+    assert_eq!(status, 200);
+    for expected in [
+        "prod",
+        "broker-a",
+        "127.0.0.1:10911",
+        "master",
+        "ORDER_TOPIC_CONFIG",
+        "broker-a:4",
+    ] {
+        assert!(page.contains(expected), "status page lacks {expected}");
+    }
+    assert!(page.contains("<table id=route>"));
+    let (_, missing) = get(&http, "/?topic=%3Cscript%3E").await;
+    assert!(
+        missing.contains("&lt;script&gt;"),
+        "topic names are escaped"
+    );
+}
