@@ -1,0 +1,197 @@
+//! The command line: one subcommand per measurement, plus the canned server and the report.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "nsbench",
+    version,
+    about = "Load generator and benchmarks for RocketMQ NameServers"
+)]
+pub struct Cli {
+    /// Worker threads of the load generator's runtime
+    #[arg(long, global = true, default_value_t = 2)]
+    pub threads: usize,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Register a broker fleet, then drive closed-loop GET_ROUTEINFO_BY_TOPIC
+    Route(RouteArgs),
+    /// Route reads while brokers re-register and poll cluster info and topic lists
+    Mixed(MixedArgs),
+    /// One broker registering many topics, repeatedly, with a fresh data version each time
+    Register(RegisterArgs),
+    /// Start a server command repeatedly: time to the first route answer, idle memory
+    Startup(StartupArgs),
+    /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
+    Canned(CannedArgs),
+    /// Write BENCHMARKS.md from a results directory produced by scripts/bench
+    Report(ReportArgs),
+}
+
+/// How brokers encode REGISTER_BROKER, which also decides the header they send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BodyForm {
+    /// JSON body, version 479 headers with enableActingMaster=false, as a 5.x broker sends
+    Json,
+    /// zlib body, version 399 headers without enableActingMaster, as a 4.9 broker sends
+    Compressed,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    /// NameServer address
+    #[arg(long, default_value = "127.0.0.1:9876")]
+    pub addr: String,
+    /// PID of the server process, to report its resident memory
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FleetArgs {
+    /// Master brokers, each on its own connection
+    #[arg(long, default_value_t = 10)]
+    pub brokers: usize,
+    /// Topics each broker carries
+    #[arg(long, default_value_t = 1000)]
+    pub topics: usize,
+    /// Brokers that carry the same topic set (0 = all brokers carry the same topics)
+    #[arg(long, default_value_t = 0)]
+    pub group_size: usize,
+    /// Read and write queues per topic and broker
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    /// Give every master a slave (broker id 1) that registers too
+    #[arg(long)]
+    pub slaves: bool,
+    #[arg(long, value_enum, default_value_t = BodyForm::Json)]
+    pub body: BodyForm,
+    /// Seconds between re-registrations of each broker (0 = never)
+    #[arg(long, default_value_t = 30)]
+    pub reregister_secs: u64,
+    /// Initial registrations in flight at once
+    #[arg(long, default_value_t = 8)]
+    pub register_concurrency: usize,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Route connections
+    #[arg(long, default_value_t = 16)]
+    pub conns: usize,
+    /// Requests in flight per connection
+    #[arg(long, default_value_t = 8)]
+    pub depth: usize,
+    /// Seconds of load before measuring
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup_secs: f64,
+    /// Seconds per measured run
+    #[arg(long, default_value_t = 10.0)]
+    pub duration_secs: f64,
+    /// Measured runs (the report takes their median)
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER requests timed after the route runs
+    #[arg(long, default_value_t = 0)]
+    pub topic_list_runs: usize,
+    /// Fail unless every run answered requests and nothing failed
+    #[arg(long)]
+    pub require_clean: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MixedArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Route load; its runs are measured with the fleet idle, before the churn starts
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Measured runs while brokers re-register and poll
+    #[arg(long, default_value_t = 3)]
+    pub churn_runs: usize,
+    /// Seconds per churn run
+    #[arg(long, default_value_t = 20.0)]
+    pub churn_secs: f64,
+    /// Seconds between GET_BROKER_CLUSTER_INFO polls of each broker (0 = none)
+    #[arg(long, default_value_t = 5)]
+    pub cluster_poll_secs: u64,
+    /// Seconds between GET_ALL_TOPIC_LIST_FROM_NAMESERVER polls of one admin client (0 = none)
+    #[arg(long, default_value_t = 1)]
+    pub topic_list_poll_secs: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct RegisterArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(long, default_value_t = 10_000)]
+    pub topics: usize,
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    #[arg(long, value_enum, default_value_t = BodyForm::Compressed)]
+    pub body: BodyForm,
+    #[arg(long, default_value_t = 10)]
+    pub runs: usize,
+    /// After each registration, check that its first and last topics are routable
+    #[arg(long)]
+    pub verify_route: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StartupArgs {
+    /// Address the started server listens on
+    #[arg(long, default_value = "127.0.0.1:9876")]
+    pub addr: String,
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Seconds to wait after the first answer before reading the idle resident memory
+    #[arg(long, default_value_t = 3.0)]
+    pub settle_secs: f64,
+    /// Append the server's output here
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The server command line
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CannedArgs {
+    #[arg(long, default_value = "127.0.0.1:9876")]
+    pub listen: String,
+    /// Brokers in the canned route (its size matches what a NameServer returns for them)
+    #[arg(long, default_value_t = 10)]
+    pub brokers: usize,
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    #[arg(long)]
+    pub slaves: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Directory with one sub-directory of results per server
+    #[arg(long)]
+    pub results: PathBuf,
+    /// Where to write the Markdown
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    pub out: PathBuf,
+}

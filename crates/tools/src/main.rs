@@ -1,0 +1,38 @@
+//! `nsbench`: drives a RocketMQ NameServer the way a fleet of brokers and clients would, and
+//! measures it; also the canned ceiling server and the report writer of `scripts/bench`.
+//!
+//! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
+//! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;
+//! - [`scenario`]: one module per measurement (route, mixed, register, startup);
+//! - [`canned`]: a server that answers every request with one fixed route-sized frame;
+//! - [`stats`], [`server_proc`]: latency summaries and the server process's memory;
+//! - [`report`]: turns a directory of results into `BENCHMARKS.md`.
+
+mod canned;
+mod cli;
+mod fleet;
+mod report;
+mod route_load;
+mod scenario;
+mod server_proc;
+mod stats;
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.threads.max(1))
+        .enable_all()
+        .build()?;
+    let output = match cli.command {
+        cli::Command::Route(args) => runtime.block_on(scenario::route::run(&args))?,
+        cli::Command::Mixed(args) => runtime.block_on(scenario::mixed::run(&args))?,
+        cli::Command::Register(args) => runtime.block_on(scenario::register::run(&args))?,
+        cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
+        cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
+        cli::Command::Report(args) => return report::run(&args),
+    };
+    println!("{}", serde_json::to_string_pretty(&output)?);
+    Ok(())
+}

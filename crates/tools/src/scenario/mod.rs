@@ -1,0 +1,71 @@
+//! One module per measurement; each returns the JSON document `scripts/bench` keeps.
+
+pub mod mixed;
+pub mod register;
+pub mod route;
+pub mod startup;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::LoadArgs;
+use crate::route_load::{RouteLoad, RouteRun};
+use crate::server_proc;
+use crate::stats::median;
+
+/// Measured runs and their medians.
+#[derive(Debug, Serialize)]
+pub struct Runs {
+    pub median_qps: f64,
+    pub median_p50_ms: f64,
+    pub median_p99_ms: f64,
+    pub median_p999_ms: f64,
+    pub failures: u64,
+    pub runs: Vec<RouteRun>,
+}
+
+impl Runs {
+    fn of(runs: Vec<RouteRun>) -> Self {
+        let med = |f: fn(&RouteRun) -> f64| median(runs.iter().map(f)).unwrap_or(0.0);
+        Runs {
+            median_qps: med(|r| r.qps),
+            median_p50_ms: med(|r| r.latency.p50_ms),
+            median_p99_ms: med(|r| r.latency.p99_ms),
+            median_p999_ms: med(|r| r.latency.p999_ms),
+            failures: runs.iter().map(|r| r.failures.count).sum(),
+            runs,
+        }
+    }
+
+    /// Clean = every run answered something and nothing failed.
+    pub fn clean(&self) -> bool {
+        self.failures == 0 && self.runs.iter().all(|r| r.requests > 0)
+    }
+}
+
+pub fn route_load(addr: &str, load: &LoadArgs, topics: Vec<String>) -> RouteLoad {
+    RouteLoad {
+        addr: addr.to_string(),
+        conns: load.conns.max(1),
+        depth: load.depth.max(1),
+        topics: Arc::new(topics),
+    }
+}
+
+/// Warms up, then measures `runs` runs of `secs` each.
+pub async fn measure(load: &RouteLoad, warmup_secs: f64, runs: usize, secs: f64) -> Runs {
+    if warmup_secs > 0.0 {
+        load.run(Duration::from_secs_f64(warmup_secs)).await;
+    }
+    let mut measured = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        measured.push(load.run(Duration::from_secs_f64(secs)).await);
+    }
+    Runs::of(measured)
+}
+
+pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
+    pid.and_then(server_proc::rss_kib)
+}
