@@ -141,13 +141,14 @@ server_config! { defaults(home, rocketmq_home) {
     "httpPort" => http_port: i32 = 9877;
     "advertisedAddresses" => advertised_addresses: String = String::new();
     "routeSnapshotEnable" => route_snapshot_enable: bool = true;
+    "logDir" => log_dir: String = home.join("logs").join("rocketmqlogs").display().to_string();
     "routeSnapshotPath" => route_snapshot_path: String = home.join("namesrv").join("routeSnapshot.json").display().to_string();
     "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
 }}
 
 /// Keys that name files or paths can never be changed remotely: writing them was a remote
 /// code execution hole in old Java versions. Nor can authentication be switched remotely.
-const ALWAYS_BLACKLISTED: [&str; 7] = [
+const ALWAYS_BLACKLISTED: [&str; 8] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -155,6 +156,7 @@ const ALWAYS_BLACKLISTED: [&str; 7] = [
     "authenticationEnabled",
     "authCredentialsPath",
     "routeSnapshotPath",
+    "logDir",
 ];
 
 /// The effective configuration plus what Java also remembers: unknown keys of the config file,

@@ -32,13 +32,6 @@ fn main() -> ExitCode {
             };
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
     let rocketmq_home = std::env::var("ROCKETMQ_HOME")
         .ok()
@@ -55,6 +48,7 @@ fn main() -> ExitCode {
         print!("{}", settings.listing());
         return ExitCode::SUCCESS;
     }
+    let _log_guard = init_logging(&settings.server.log_dir);
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,10 +66,12 @@ fn main() -> ExitCode {
             if let Some(http) = endpoints.http {
                 println!("The Name Server HTTP port: http://{http}");
             }
-            println!(
+            let line = format!(
                 "The Name Server boot success. serializeType=JSON, address {}",
                 endpoints.remoting
             );
+            tracing::info!("{line}");
+            println!("{line}");
         },
         shutdown_signal(),
     ));
@@ -86,6 +82,51 @@ fn main() -> ExitCode {
             ExitCode::from(255)
         }
     }
+}
+
+/// Logs go to stderr and, as Java's NameServer logs, to `namesrv.log` under `logDir`, rotated
+/// daily with a week kept. An empty `logDir` keeps logs on stderr only.
+fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    let filter =
+        || tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let console = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(filter());
+    let (file, guard) = if log_dir.is_empty() {
+        (None, None)
+    } else {
+        // The appender prunes old files at start and complains if the directory is missing.
+        let _ = std::fs::create_dir_all(log_dir);
+        let appender = tracing_appender::rolling::Builder::new()
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .filename_prefix("namesrv")
+            .filename_suffix("log")
+            .max_log_files(7)
+            .build(log_dir);
+        match appender {
+            Ok(appender) => {
+                let (writer, guard) = tracing_appender::non_blocking(appender);
+                let layer = tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(writer)
+                    .with_filter(filter());
+                (Some(layer), Some(guard))
+            }
+            Err(e) => {
+                eprintln!("logging to the console only: cannot log to {log_dir}: {e}");
+                (None, None)
+            }
+        }
+    };
+    tracing_subscriber::registry()
+        .with(console)
+        .with(file)
+        .init();
+    guard
 }
 
 async fn shutdown_signal() {

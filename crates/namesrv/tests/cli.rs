@@ -63,4 +63,10 @@ async fn sigterm_stops_gracefully() {
     let status = server.terminate();
     assert!(status.success(), "{status:?}");
     assert!(server.home.join("namesrv/kvConfig.json").exists());
+    let logs: String = std::fs::read_dir(server.home.join("logs/rocketmqlogs"))
+        .expect("Java's log location")
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(logs.contains("boot success"), "logs: {logs}");
+    assert!(logs.contains("shutting down"));
 }
