@@ -52,7 +52,6 @@ impl Server {
             .arg(&config)
             .env("HOME", home)
             .env_remove("ROCKETMQ_HOME")
-            .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
