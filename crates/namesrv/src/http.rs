@@ -10,6 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use remoting::codes::version;
 use remoting::json::JsonStyle;
 use serde::Deserialize;
 use tokio::net::TcpListener;
@@ -143,7 +144,10 @@ async fn status_page(
                         esc(name),
                         if *id == 0 { "master" } else { "slave" },
                         esc(addr),
-                        live.map_or("-".into(), |l| l.version.to_string()),
+                        live.map_or("-".into(), |l| match version::release_name(l.version) {
+                            Some(name) => name.to_string(),
+                            None => format!("#{}", l.version),
+                        }),
                         live.map_or("not live".into(), |l| format!("{} s ago", (now - l.last_update_ms).max(0) / 1000)),
                     );
                 }

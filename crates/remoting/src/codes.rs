@@ -53,6 +53,34 @@ pub mod version {
     pub const V5_3_1: i32 = 475;
     /// The version this implementation speaks as, and puts in its responses.
     pub const CURRENT: i32 = 479;
+
+    /// Release names of the ordinals peers commonly send, for people reading them.
+    pub fn release_name(ordinal: i32) -> Option<&'static str> {
+        Some(match ordinal {
+            37 => "3.0.11",
+            273 => "4.3.0",
+            293 => "4.4.0",
+            313 => "4.5.0",
+            317 => "4.5.2",
+            353 => "4.7.0",
+            373 => "4.8.0",
+            393 => "4.9.0",
+            399 => "4.9.3",
+            401 => "4.9.4",
+            407 => "4.9.7",
+            409 => "4.9.8",
+            413 => "5.0.0",
+            433 => "5.1.0",
+            441 => "5.1.4",
+            453 => "5.2.0",
+            473 => "5.3.0",
+            475 => "5.3.1",
+            477 => "5.3.2",
+            479 => "5.3.3",
+            513 => "5.5.0",
+            _ => return None,
+        })
+    }
 }
 
 /// The sender's language, carried by name in JSON headers and by code in binary headers.
