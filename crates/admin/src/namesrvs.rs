@@ -135,20 +135,12 @@ impl Reply {
         if self.response.code == response::SUCCESS {
             Ok(self)
         } else {
-            Err(self.into_error())
+            Err(AdminError::Response {
+                addr: self.addr,
+                code: self.response.code,
+                remark: self.response.remark,
+            })
         }
-    }
-
-    pub fn into_error(self) -> AdminError {
-        AdminError::Response {
-            addr: self.addr,
-            code: self.response.code,
-            remark: self.response.remark,
-        }
-    }
-
-    pub fn body(&self) -> &[u8] {
-        self.response.body.as_deref().unwrap_or_default()
     }
 
     pub fn decode<T, E: std::fmt::Display>(
@@ -156,7 +148,7 @@ impl Reply {
         what: &'static str,
         decode: impl FnOnce(&[u8]) -> Result<T, E>,
     ) -> Result<T, AdminError> {
-        decode(self.body()).map_err(|e| AdminError::Body {
+        decode(self.response.body.as_deref().unwrap_or_default()).map_err(|e| AdminError::Body {
             addr: self.addr.clone(),
             what,
             reason: e.to_string(),
