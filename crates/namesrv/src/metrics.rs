@@ -3,7 +3,11 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use prometheus_client::encoding::{text::encode, EncodeLabelSet};
+use std::fmt::Write as _;
+
+use prometheus_client::encoding::{
+    text::encode, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder,
+};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -12,15 +16,30 @@ use prometheus_client::registry::Registry;
 
 use crate::state::now_ms;
 
+/// A request code as a label value; codes we do not serve all count as `other`, so that a
+/// client sending arbitrary codes cannot grow the metric set without bound. Integers keep the
+/// per-request cost free of allocations.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Code(Option<i32>);
+
+impl EncodeLabelValue for Code {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        match self.0 {
+            Some(code) => write!(encoder, "{code}"),
+            None => encoder.write_str("other"),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    code: String,
-    result: String,
+    code: Code,
+    result: i32,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabel {
-    code: String,
+    code: Code,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -43,14 +62,8 @@ pub struct Metrics {
     snapshot_saved_ms: AtomicI64,
 }
 
-/// Request codes become label values only if they are codes we serve: a client sending
-/// arbitrary codes must not grow the metric set without bound.
-fn code_label(code: i32, result: i32) -> String {
-    if result == remoting::codes::response::REQUEST_CODE_NOT_SUPPORTED {
-        "other".into()
-    } else {
-        code.to_string()
-    }
+fn code_label(code: i32, result: i32) -> Code {
+    Code((result != remoting::codes::response::REQUEST_CODE_NOT_SUPPORTED).then_some(code))
 }
 
 impl Default for Metrics {
@@ -124,10 +137,7 @@ impl Metrics {
     pub fn request(&self, code: i32, result: i32, took: Duration) {
         let code = code_label(code, result);
         self.requests
-            .get_or_create(&RequestLabels {
-                code: code.clone(),
-                result: result.to_string(),
-            })
+            .get_or_create(&RequestLabels { code, result })
             .inc();
         self.latency
             .get_or_create(&CodeLabel { code })
