@@ -2,17 +2,18 @@
 //! report the connection's end so that brokers registered on it leave.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
-use remoting::frame::RemotingCodec;
+use bytes::BytesMut;
+use futures::{FutureExt, StreamExt};
+use remoting::frame::{encode_frame, RemotingCodec};
 use remoting::RemotingCommand;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
@@ -24,9 +25,6 @@ use crate::state::State;
 use crate::tls::{self, TlsMode};
 
 const LISTEN_BACKLOG: u32 = 1024;
-/// Responses queued per connection before its reader stops reading (a client that never
-/// reads cannot make the server buffer without bound).
-const OUTBOUND_QUEUE: usize = 256;
 /// Blocking requests (disk writes, large registrations) in flight per connection.
 const BLOCKING_IN_FLIGHT: usize = 16;
 
@@ -66,12 +64,19 @@ pub async fn accept_loop(
         let close = shutdown.child_token();
         state.connections.insert(conn, close.clone());
         let state = state.clone();
+        let stopping = shutdown.clone();
         tracker.spawn(async move {
             debug!(%peer, conn, "connection opened");
             state.metrics.connection_opened();
             serve(&state, stream, conn, close).await;
             state.metrics.connection_closed();
-            state.connection_closed(conn);
+            // Connections closed by our own shutdown say nothing about the brokers: they stay
+            // in the final route snapshot.
+            if stopping.is_cancelled() {
+                state.connections.remove(&conn);
+            } else {
+                state.connection_closed(conn);
+            }
             debug!(%peer, conn, "connection closed");
         });
     }
@@ -128,102 +133,135 @@ struct Limits {
     max_frame: usize,
 }
 
+/// Reads requests and answers them on the same task: cheap requests inline, with every frame
+/// already received answered in one write; blocking ones on the blocking pool, their answers
+/// joining the next write. A client that stops reading stalls only its own connection, and is
+/// closed after the idle limit.
 async fn serve_frames<R, W>(
     state: &Arc<State>,
     read: R,
-    write: W,
+    mut write: W,
     conn: ConnId,
     close: CancellationToken,
     limits: Limits,
 ) where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
 {
-    let Limits {
-        idle: idle_limit,
-        max_frame,
-    } = limits;
-    let last_activity = Arc::new(AtomicI64::new(elapsed_ms(state)));
-    let (tx, mut rx) = mpsc::channel::<RemotingCommand>(OUTBOUND_QUEUE);
-
-    let writer_activity = last_activity.clone();
-    let writer_state = state.clone();
-    let mut writer = tokio::spawn(async move {
-        let mut sink = FramedWrite::new(write, RemotingCodec::new(usize::MAX));
-        while let Some(cmd) = rx.recv().await {
-            let mut ok = sink.feed(cmd).await.is_ok();
-            while let (true, Ok(cmd)) = (ok, rx.try_recv()) {
-                ok = sink.feed(cmd).await.is_ok();
-            }
-            if !ok || sink.flush().await.is_err() {
-                return;
-            }
-            writer_activity.store(elapsed_ms(&writer_state), Ordering::Relaxed);
-        }
-    });
-
-    let blocking = Arc::new(Semaphore::new(BLOCKING_IN_FLIGHT));
-    let mut frames = FramedRead::new(read, RemotingCodec::new(max_frame));
-    let origin = Origin { conn };
-    loop {
-        let idle_for = elapsed_ms(state) - last_activity.load(Ordering::Relaxed);
-        let idle_left = idle_limit.saturating_sub(Duration::from_millis(idle_for.max(0) as u64));
-        let frame = tokio::select! {
-            f = frames.next() => f,
+    let mut conn = Connection {
+        state,
+        origin: Origin { conn },
+        out: BytesMut::with_capacity(4096),
+        blocking: Arc::new(Semaphore::new(BLOCKING_IN_FLIGHT)),
+        done: mpsc::channel(BLOCKING_IN_FLIGHT),
+    };
+    let mut frames = FramedRead::new(read, RemotingCodec::new(limits.max_frame));
+    let mut last_activity = Instant::now();
+    'serve: loop {
+        tokio::select! {
+            biased;
             _ = close.cancelled() => break,
-            _ = tokio::time::sleep(idle_left) => {
-                let idle_for = elapsed_ms(state) - last_activity.load(Ordering::Relaxed);
-                if Duration::from_millis(idle_for.max(0) as u64) >= idle_limit {
-                    debug!(conn, "closing idle connection");
-                    break;
+            frame = frames.next() => {
+                let mut frame = frame;
+                loop {
+                    match frame {
+                        None => break 'serve,
+                        Some(Err(e)) => {
+                            warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
+                            return;
+                        }
+                        Some(Ok(request)) => conn.accept(request).await,
+                    }
+                    if conn.out.len() >= WRITE_BATCH {
+                        break;
+                    }
+                    // Answer everything that has already arrived before writing.
+                    match frames.next().now_or_never() {
+                        Some(next) => frame = next,
+                        None => break,
+                    }
                 }
-                continue;
+                last_activity = Instant::now();
             }
-        };
-        let request = match frame {
-            None => break,
-            Some(Err(e)) => {
-                warn!(conn, "closing connection on a bad frame: {e}");
+            Some(response) = conn.done.1.recv() => conn.push(&response),
+            _ = tokio::time::sleep_until((last_activity + limits.idle).into()) => {
+                debug!(conn = conn.origin.conn, "closing idle connection");
                 break;
             }
-            Some(Ok(request)) => request,
-        };
-        last_activity.store(elapsed_ms(state), Ordering::Relaxed);
-        if request.is_response() {
-            // Nothing the server sends on inbound connections expects an answer.
-            continue;
         }
-        if handler::may_block(request.code) {
-            let Ok(permit) = blocking.clone().acquire_owned().await else {
-                break;
-            };
-            let state = state.clone();
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let handled =
-                    tokio::task::spawn_blocking(move || handler::handle(&state, origin, &request))
-                        .await;
-                drop(permit);
-                if let Ok(Some(response)) = handled {
-                    let _ = tx.send(response).await;
+        while let Ok(response) = conn.done.1.try_recv() {
+            conn.push(&response);
+        }
+        if !conn.out.is_empty() {
+            match tokio::time::timeout(limits.idle, write.write_all(&conn.out)).await {
+                Ok(Ok(())) => {
+                    conn.out.clear();
+                    last_activity = Instant::now();
                 }
-            });
-        } else if let Some(response) = handler::handle(state, origin, &request) {
-            if tx.send(response).await.is_err() {
-                break;
+                _ => return,
             }
         }
     }
+    // Requests still running on the blocking pool are answered before the connection closes.
+    let Connection {
+        mut out,
+        done: (tx, mut rx),
+        ..
+    } = conn;
     drop(tx);
-    // Let responses already produced (including those of in-flight blocking requests) go out.
-    if tokio::time::timeout(Duration::from_secs(5), &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
-    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(response) = rx.recv().await {
+            encode_frame(&response, &mut out);
+        }
+        write.write_all(&out).await
+    })
+    .await;
 }
 
-fn elapsed_ms(state: &State) -> i64 {
-    state.started.elapsed().as_millis() as i64
+/// Bytes of answers gathered before they are written even if more requests are waiting.
+const WRITE_BATCH: usize = 64 * 1024;
+
+struct Connection<'a> {
+    state: &'a Arc<State>,
+    origin: Origin,
+    out: BytesMut,
+    blocking: Arc<Semaphore>,
+    done: (
+        mpsc::Sender<RemotingCommand>,
+        mpsc::Receiver<RemotingCommand>,
+    ),
+}
+
+impl Connection<'_> {
+    fn push(&mut self, response: &RemotingCommand) {
+        encode_frame(response, &mut self.out);
+    }
+
+    async fn accept(&mut self, request: RemotingCommand) {
+        if request.is_response() {
+            // Nothing the server sends on inbound connections expects an answer.
+            return;
+        }
+        if !handler::may_block(request.code) {
+            if let Some(response) = handler::handle(self.state, self.origin, &request) {
+                self.push(&response);
+            }
+            return;
+        }
+        let Ok(permit) = self.blocking.clone().acquire_owned().await else {
+            return;
+        };
+        let (state, origin, tx) = (self.state.clone(), self.origin, self.done.0.clone());
+        tokio::spawn(async move {
+            let handled =
+                tokio::task::spawn_blocking(move || handler::handle(&state, origin, &request))
+                    .await;
+            // Released before sending: the channel has room for every permit, so a reader
+            // waiting for a permit can never wait on a full channel.
+            drop(permit);
+            if let Ok(Some(response)) = handled {
+                let _ = tx.send(response).await;
+            }
+        });
+    }
 }
