@@ -37,7 +37,75 @@ pub fn encode_json(cmd: &RemotingCommand, out: &mut BytesMut) {
     out.put_slice(&w.finish());
 }
 
+/// The header as well-behaved peers write it; anything else takes the lenient path.
+#[derive(serde::Deserialize)]
+struct StrictHeader {
+    #[serde(default)]
+    code: i32,
+    #[serde(default)]
+    language: Option<Value>,
+    #[serde(default)]
+    version: i32,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default, rename = "extFields")]
+    ext_fields: Option<std::collections::BTreeMap<String, Value>>,
+}
+
+fn language(value: Option<&Value>) -> Option<LanguageCode> {
+    match value? {
+        Value::String(name) => LanguageCode::from_name(name),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|c| u8::try_from(c).ok())
+            .and_then(LanguageCode::from_code),
+        _ => None,
+    }
+}
+
+fn ext_value(key: &str, value: Value) -> Result<Option<String>, FrameError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        Value::Number(_) | Value::Bool(_) => Ok(Some(value.to_string())),
+        _ => Err(bad(format!("extFields.{key} is not a string"))),
+    }
+}
+
 pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
+    if let Ok(h) = serde_json::from_slice::<StrictHeader>(header) {
+        let ext_fields = match h.ext_fields {
+            None => None,
+            Some(map) => {
+                let mut ext = ExtFields::new();
+                for (k, v) in map {
+                    if let Some(v) = ext_value(&k, v)? {
+                        ext.insert(k, v);
+                    }
+                }
+                Some(ext)
+            }
+        };
+        return Ok(RemotingCommand {
+            code: h.code,
+            language: language(h.language.as_ref()),
+            version: h.version,
+            opaque: h.opaque,
+            flag: h.flag,
+            remark: h.remark,
+            ext_fields,
+            body: None,
+            ser_type: SerializeType::Json,
+        });
+    }
+    decode_lenient_json(header)
+}
+
+fn decode_lenient_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     let value = parse_value(header).map_err(|e| bad(e.to_string()))?;
     let Value::Object(obj) = value else {
         return Err(bad("header is not an object"));
@@ -45,14 +113,7 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     let int = |key: &str| -> Result<i32, FrameError> {
         obj.i32_or(key, 0).map_err(|e| bad(e.to_string()))
     };
-    let language = match obj.present("language") {
-        Some(Value::String(name)) => LanguageCode::from_name(name),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .and_then(|c| u8::try_from(c).ok())
-            .and_then(LanguageCode::from_code),
-        _ => None,
-    };
+    let language = language(obj.present("language"));
     let remark = obj.opt_string("remark").map_err(|e| bad(e.to_string()))?;
     let ext_fields = match obj
         .opt_object("extFields")
@@ -62,15 +123,8 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         Some(map) => {
             let mut ext = ExtFields::new();
             for (k, v) in map {
-                match v {
-                    Value::Null => {}
-                    Value::String(s) => {
-                        ext.insert(k.clone(), s.clone());
-                    }
-                    Value::Number(_) | Value::Bool(_) => {
-                        ext.insert(k.clone(), v.to_string());
-                    }
-                    _ => return Err(bad(format!("extFields.{k} is not a string"))),
+                if let Some(v) = ext_value(k, v.clone())? {
+                    ext.insert(k.clone(), v);
                 }
             }
             Some(ext)
