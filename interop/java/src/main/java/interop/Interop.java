@@ -103,8 +103,9 @@ public final class Interop {
         BrokerData rb = brokerData(route, broker);
         check(rb != null && expected.equals(rb.getBrokerAddrs()), "route of topic %s: %s", broker, route);
 
-        // masterAddr/haServerAddr reach the slave only through the REGISTER_BROKER response.
-        HARuntimeInfo ha = await("slave " + slave + " replicates from " + masterHa, 30_000, () -> {
+        // masterAddr/haServerAddr reach the slave only through the REGISTER_BROKER response, at the first
+        // registration of the slave after the master's (the two registration periods are 10 s).
+        HARuntimeInfo ha = await("slave " + slave + " replicates from " + masterHa, 45_000, () -> {
             HARuntimeInfo h = admin.getBrokerHAStatus(slave);
             return h.getHaClientRuntimeInfo() != null && masterHa.equals(h.getHaClientRuntimeInfo().getMasterAddr()) ? h : null;
         });
