@@ -206,7 +206,29 @@ public final class Interop {
         }
         conf = admin.getNameServerConfig(nsList).get(ns);
         check(kvPath.equals(conf.getProperty("kvConfigPath")), "kvConfigPath changed to %s", conf.getProperty("kvConfigPath"));
-        log("getNamesrvConfig / updateNamesrvConfig ok (path keys refused with %d)", NO_PERMISSION);
+        // Any other key naming a file or directory (an implementation may add its own) must not be
+        // remotely writable either: refused, or accepted without effect as Java does for unknown keys.
+        Set<String> otherPathKeys = new TreeSet<>();
+        for (String key : new TreeSet<>(conf.stringPropertyNames())) {
+            if (!key.matches("(?i).*(path|dir|home|file)") || key.equals("kvConfigPath") || key.equals("configStorePath")) {
+                continue;
+            }
+            otherPathKeys.add(key);
+            String before = conf.getProperty(key);
+            Properties evil = new Properties();
+            evil.setProperty(key, "/tmp/interop-evil-" + key);
+            try {
+                admin.updateNameServerConfig(evil, nsList);
+            } catch (MQClientException e) {
+                check(e.getResponseCode() == NO_PERMISSION, "updateNamesrvConfig %s: code %d (%s)", key,
+                    e.getResponseCode(), e.getErrorMessage());
+                continue;
+            }
+            String after = admin.getNameServerConfig(nsList).get(ns).getProperty(key);
+            check(before.equals(after), "path key %s was remotely changed from '%s' to '%s'", key, before, after);
+        }
+        log("getNamesrvConfig / updateNamesrvConfig ok (path keys refused with %d; also protected: %s)", NO_PERMISSION,
+            otherPathKeys);
 
         String kvNs = "INTEROP_NS";
         admin.createAndUpdateKvConfig(kvNs, "k1", "v1");
