@@ -1,5 +1,6 @@
 //! `mqnamesrv`: the NameServer's command line, as the Java `mqnamesrv` script offers it.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -94,6 +95,7 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
     let filter =
         || tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let console = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_filter(filter());
     let (file, guard) = if log_dir.is_empty() {
