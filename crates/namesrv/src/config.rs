@@ -10,23 +10,21 @@ trait ConfigValue: Sized {
     fn render(&self) -> Option<String>;
 }
 
-impl ConfigValue for i32 {
-    fn parse(text: &str) -> Option<Self> {
-        text.parse().ok()
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
+/// Java parses numbers without trimming: a trailing space makes the value invalid.
+macro_rules! numeric_config_value {
+    ($($t:ty),*) => {$(
+        impl ConfigValue for $t {
+            fn parse(text: &str) -> Option<Self> {
+                text.parse().ok()
+            }
+            fn render(&self) -> Option<String> {
+                Some(self.to_string())
+            }
+        }
+    )*};
 }
 
-impl ConfigValue for i64 {
-    fn parse(text: &str) -> Option<Self> {
-        text.parse().ok()
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
+numeric_config_value!(i32, i64);
 
 impl ConfigValue for bool {
     fn parse(text: &str) -> Option<Self> {

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use remoting::codes::{request, response};
+use remoting::codes::response;
 use remoting::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -146,10 +146,7 @@ async fn configured_address_list_and_status_page() {
         .await;
     call(
         &client,
-        RemotingCommand::request(request::PUT_KV_CONFIG)
-            .with_ext("namespace", "ORDER_TOPIC_CONFIG")
-            .with_ext("key", "TopicTest")
-            .with_ext("value", "broker-a:4"),
+        put_kv_request("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4"),
     )
     .await;
     let (status, page) = get(&http, "/?topic=TopicTest").await;

@@ -294,10 +294,7 @@ async fn register_answers_order_config_and_routes_carry_it_when_enabled() {
     assert_eq!(plain.body, None, "no ORDER_TOPIC_CONFIG namespace yet");
     call(
         &client,
-        RemotingCommand::request(request::PUT_KV_CONFIG)
-            .with_ext("namespace", "ORDER_TOPIC_CONFIG")
-            .with_ext("key", "TopicTest")
-            .with_ext("value", "broker-a:4"),
+        put_kv_request("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4"),
     )
     .await;
     let with_order = master.register(&client, &BASE_TOPICS, 1).await;

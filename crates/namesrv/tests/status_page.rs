@@ -7,8 +7,6 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
-use remoting::codes::request;
-use remoting::RemotingCommand;
 
 fn chromium() -> PathBuf {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -57,10 +55,7 @@ async fn chromium_shows_clusters_brokers_routes_and_kv() {
     }
     call(
         &client,
-        RemotingCommand::request(request::PUT_KV_CONFIG)
-            .with_ext("namespace", "ORDER_TOPIC_CONFIG")
-            .with_ext("key", "OrderTopic")
-            .with_ext("value", "broker-a:4;broker-b:4"),
+        put_kv_request("ORDER_TOPIC_CONFIG", "OrderTopic", "broker-a:4;broker-b:4"),
     )
     .await;
     let url = format!("{}/?topic=OrderTopic", server.http.as_ref().unwrap());

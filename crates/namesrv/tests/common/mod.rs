@@ -198,6 +198,13 @@ pub fn dv(counter: i64, state_version: i64) -> DataVersion {
     }
 }
 
+pub fn put_kv_request(namespace: &str, key: &str, value: &str) -> RemotingCommand {
+    RemotingCommand::request(request::PUT_KV_CONFIG)
+        .with_ext("namespace", namespace)
+        .with_ext("key", key)
+        .with_ext("value", value)
+}
+
 pub fn route_request(topic: &str, version: i32) -> RemotingCommand {
     RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC)
         .with_version(version)
