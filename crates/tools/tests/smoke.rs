@@ -1,0 +1,99 @@
+//! Seconds-long smoke runs of the load generator, for CI: against our server (the library entry
+//! point the binary runs, in process on a free loopback port) and against the canned server.
+//! `scripts/bench --smoke` does the same with the release binary; the benchmarks proper are
+//! `scripts/bench`.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use namesrv::config::Settings;
+use serde_json::Value;
+
+fn start_our_server() -> (SocketAddr, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let conf = home.path().join("namesrv.conf");
+    std::fs::write(&conf, "listenPort=0\nbindAddress=127.0.0.1\n").unwrap();
+    let mut settings = Settings::defaults(home.path(), None);
+    settings.load_file(&conf).unwrap();
+    let (ready, addr) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime
+            .block_on(namesrv::run(
+                settings,
+                move |endpoints| ready.send(endpoints.remoting).unwrap(),
+                std::future::pending(),
+            ))
+            .unwrap();
+    });
+    (addr.recv_timeout(Duration::from_secs(10)).unwrap(), home)
+}
+
+fn nsbench_route(addr: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
+        .args(["route", "--addr", addr, "--brokers", "2", "--topics", "50"])
+        .args([
+            "--warmup-secs",
+            "0.2",
+            "--duration-secs",
+            "2",
+            "--runs",
+            "1",
+        ])
+        .args(["--require-clean", "--topic-list-runs", "1"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nsbench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn route_load_against_our_server_is_clean() {
+    let (addr, _home) = start_our_server();
+    let result = nsbench_route(&addr.to_string(), &["--slaves"]);
+    assert!(result["route"]["median_qps"].as_f64().unwrap() > 0.0);
+    assert_eq!(result["route"]["failures"], 0);
+    assert_eq!(result["registration"]["members"], 4);
+    assert_eq!(result["topic_list"]["topics_listed"], 50);
+}
+
+#[test]
+fn canned_server_answers_the_route_load() {
+    let mut canned = Command::new(env!("CARGO_BIN_EXE_nsbench"))
+        .args(["canned", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(canned.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    let addr = ready
+        .split("address ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a readiness line with the address")
+        .to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
+        .args(["route", "--addr", &addr, "--brokers", "2", "--topics", "50"])
+        .args(["--warmup-secs", "0", "--duration-secs", "1", "--runs", "1"])
+        .args(["--reregister-secs", "0", "--require-clean"])
+        .output()
+        .unwrap();
+    canned.kill().unwrap();
+    canned.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(result["route"]["median_qps"].as_f64().unwrap() > 0.0);
+}
