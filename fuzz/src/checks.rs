@@ -38,10 +38,14 @@ pub const TARGETS: &[(&str, Check)] = &[
 ];
 
 /// The same command after re-encoding, up to what the binary form cannot carry: it writes an
-/// unknown language as JAVA.
+/// unknown language as JAVA, and an ext map whose entries were all dropped (Java reads
+/// zero-length strings as null) as no map, as Java does.
 fn comparable(mut cmd: RemotingCommand) -> RemotingCommand {
-    if cmd.ser_type == SerializeType::RocketMq && cmd.language.is_none() {
-        cmd.language = Some(LanguageCode::JAVA);
+    if cmd.ser_type == SerializeType::RocketMq {
+        cmd.language.get_or_insert(LanguageCode::JAVA);
+        if cmd.ext_fields.as_ref().is_some_and(|e| e.is_empty()) {
+            cmd.ext_fields = None;
+        }
     }
     cmd
 }
