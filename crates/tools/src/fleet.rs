@@ -8,16 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use remoting::body::{
-    BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody, TopicConfig,
-    TopicConfigWrapper, TopicRouteData,
-};
+use remoting::body::{BrokerData, ClusterInfo, DataVersion, QueueData, TopicRouteData};
 use remoting::client::Client;
 use remoting::codes::{request, response, version};
 use remoting::RemotingCommand;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+use crate::broker_body::{self, PERM_RW};
 use crate::cli::{BodyForm, FleetArgs};
 use crate::stats::{Failures, Latency, LatencySummary};
 
@@ -25,8 +23,6 @@ pub const CLUSTER: &str = "BenchCluster";
 /// Real brokers give the NameServer 24 s to answer a registration.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(24);
 const POLL_TIMEOUT: Duration = Duration::from_secs(5);
-/// Java's read/write permission.
-const PERM_RW: i32 = 6;
 
 impl BodyForm {
     pub fn version(self) -> i32 {
@@ -136,20 +132,10 @@ impl Layout {
 
     /// The REGISTER_BROKER body of every broker of `group`.
     pub fn register_body(&self, group: usize, data_version: DataVersion, form: BodyForm) -> Bytes {
-        let body = RegisterBrokerBody {
-            wrapper: TopicConfigWrapper {
-                data_version,
-                topic_configs: (0..self.topics_per_broker)
-                    .map(|i| TopicConfig::new(&Layout::topic(group, i), self.queues, PERM_RW))
-                    .collect(),
-                mapping_info: Vec::new(),
-            },
-            filter_server_list: Some(Vec::new()),
-        };
-        match form {
-            BodyForm::Json => body.encode_json().into(),
-            BodyForm::Compressed => body.encode_compressed(form.version()).into(),
-        }
+        let topics: Vec<String> = (0..self.topics_per_broker)
+            .map(|i| Layout::topic(group, i))
+            .collect();
+        broker_body::encode(&topics, self.queues, data_version, form)
     }
 }
 
@@ -432,23 +418,5 @@ mod tests {
         assert_eq!(route.broker_datas.len(), 4);
         assert_eq!(route.broker_datas[3].broker_addrs.len(), 2);
         assert_eq!(route.queue_datas[0].read_queue_nums, 8);
-    }
-
-    #[test]
-    fn both_body_forms_decode_to_the_same_topics() {
-        let layout = Layout::new(1, 3, 0, 8);
-        let dv = fresh_data_version(7);
-        for form in [BodyForm::Json, BodyForm::Compressed] {
-            let body = layout.register_body(0, dv, form);
-            let decoded = RegisterBrokerBody::decode(
-                Some(&body),
-                form.version(),
-                form == BodyForm::Compressed,
-                remoting::body::MAX_INFLATED_BODY,
-            )
-            .unwrap();
-            assert_eq!(decoded.wrapper.data_version, dv);
-            assert_eq!(decoded.wrapper.topic_configs.len(), 3);
-        }
     }
 }

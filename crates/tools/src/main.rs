@@ -1,6 +1,7 @@
 //! `nsbench`: drives a RocketMQ NameServer the way a fleet of brokers and clients would, and
 //! measures it; also the canned ceiling server and the report writer of `scripts/bench`.
 //!
+//! - [`broker_body`]: REGISTER_BROKER bodies in the forms brokers send;
 //! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
 //! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;
 //! - [`scenario`]: one module per measurement (route, mixed, register, startup);
@@ -8,6 +9,7 @@
 //! - [`stats`], [`server_proc`]: latency summaries and the server process's memory;
 //! - [`report`]: turns a directory of results into `BENCHMARKS.md`.
 
+mod broker_body;
 mod canned;
 mod cli;
 mod fleet;
