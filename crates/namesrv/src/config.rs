@@ -256,8 +256,29 @@ impl Settings {
                 None => all.remove(k),
             };
         }
-        all.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+        all.iter()
+            .map(|(k, v)| format!("{}={}\n", escape(k), escape(v)))
+            .collect()
     }
+}
+
+/// Escapes what would change meaning when the listing is read back as properties: a line break
+/// in a value must not start a new (possibly blacklisted) key, and a trailing backslash must not
+/// swallow the next line.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{c}' => out.push_str("\\f"),
+            ' ' if i == 0 => out.push_str("\\ "),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -279,6 +300,23 @@ mod tests {
         let mut sorted = keys.clone();
         sorted.sort();
         assert_eq!(keys, sorted);
+    }
+
+    #[test]
+    fn listing_reads_back_to_the_same_values() {
+        let mut s = Settings::defaults(Path::new("/h"), None);
+        s.server.product_env_name = "a\nkvConfigPath=/evil\\".into();
+        s.server.bind_address = " x\ty".into();
+        let back = parse_properties(s.listing().as_bytes()).unwrap();
+        let get = |key: &str| {
+            back.iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("productEnvName"), ["a\nkvConfigPath=/evil\\"]);
+        assert_eq!(get("kvConfigPath"), ["/h/namesrv/kvConfig.json"]);
+        assert_eq!(get("bindAddress"), [" x\ty"]);
     }
 
     #[test]

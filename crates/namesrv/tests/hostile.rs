@@ -591,10 +591,7 @@ async fn bombs(t: &Target, count: usize) -> u64 {
                 let resp =
                     expect_answer(&format!("bomb {i}"), outcome, response::SYSTEM_ERROR, None);
                 let remark = resp.remark.unwrap_or_default();
-                assert!(
-                    remark.starts_with("compressed body inflates past"),
-                    "bomb {i}: {remark}"
-                );
+                assert!(remark.starts_with("compressed body"), "bomb {i}: {remark}");
             })
         })
         .collect();
@@ -623,7 +620,6 @@ async fn decompression_bomb_is_refused() {
 /// Concurrent bombs must not multiply: memory for inflation has to be bounded for the server
 /// as a whole, not per request, or a handful of 1 MiB frames takes gigabytes.
 #[tokio::test]
-#[ignore = "server bug: every REGISTER_BROKER may inflate up to its limit at the same time"]
 async fn concurrent_decompression_bombs_stay_bounded() {
     let t = Target::start(SMALL_FRAMES).await;
     let one = bombs(&t, 1).await.max(16 * 1024);
@@ -755,7 +751,6 @@ async fn thousands_of_connections_at_once() {
 /// A config value with an escaped line break must not plant a blacklisted key in the persisted
 /// config file, where the next start would read it.
 #[tokio::test]
-#[ignore = "server bug: config listing writes values raw, so \\n in a value injects keys"]
 async fn config_values_cannot_smuggle_blacklisted_keys() {
     let t = Target::start("").await;
     let client = t.server.client().await;

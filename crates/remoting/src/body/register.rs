@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-use bytes::{Buf, BufMut};
+use bytes::BufMut;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
@@ -234,26 +234,49 @@ fn string_list(v: &Value) -> Result<Vec<String>, BodyError> {
     }
 }
 
-fn take_i32(buf: &mut &[u8]) -> Result<usize, BodyError> {
-    if buf.len() < 4 {
-        return Err(BodyError::Format("compressed body truncated".into()));
-    }
-    usize::try_from(buf.get_i32()).map_err(|_| BodyError::Format("negative length".into()))
+/// Reads the inflated sections as they come out of the decoder, within a budget of inflated
+/// bytes, so that memory follows what is real rather than what a header claims.
+struct Sections<R> {
+    inner: std::io::Take<R>,
 }
 
-fn take_bytes<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], BodyError> {
-    let len = take_i32(buf)?;
-    if len > buf.len() {
-        return Err(BodyError::Format("compressed body truncated".into()));
+impl<R: Read> Sections<R> {
+    fn failure(&self, e: std::io::Error) -> BodyError {
+        if self.inner.limit() == 0 {
+            BodyError::Format("compressed body inflates past its limit".into())
+        } else if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            BodyError::Format("compressed body truncated".into())
+        } else {
+            BodyError::Format(format!("compressed body: {e}"))
+        }
     }
-    let (head, rest) = buf.split_at(len);
-    *buf = rest;
-    Ok(head)
-}
 
-fn take_str<'a>(buf: &mut &'a [u8]) -> Result<&'a str, BodyError> {
-    std::str::from_utf8(take_bytes(buf)?)
-        .map_err(|_| BodyError::Format("compressed body is not UTF-8".into()))
+    fn len(&mut self) -> Result<usize, BodyError> {
+        let mut raw = [0u8; 4];
+        self.inner
+            .read_exact(&mut raw)
+            .map_err(|e| self.failure(e))?;
+        usize::try_from(i32::from_be_bytes(raw))
+            .map_err(|_| BodyError::Format("compressed body: negative length".into()))
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>, BodyError> {
+        let len = self.len()?;
+        let mut out = Vec::new();
+        (&mut self.inner)
+            .take(len as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| self.failure(e))?;
+        if out.len() < len {
+            return Err(self.failure(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        Ok(out)
+    }
+
+    fn string(&mut self) -> Result<String, BodyError> {
+        String::from_utf8(self.bytes()?)
+            .map_err(|_| BodyError::Format("compressed body is not UTF-8".into()))
+    }
 }
 
 impl RegisterBrokerBody {
@@ -278,7 +301,10 @@ impl RegisterBrokerBody {
             });
         }
         if compressed {
-            return Self::decode_compressed(body, version, max_inflated);
+            return Self::decode_compressed(body, version, max_inflated).map_err(|e| match e {
+                BodyError::Format(m) if m.starts_with("compressed body") => BodyError::Format(m),
+                other => BodyError::Format(format!("compressed body: {other}")),
+            });
         }
         let obj = parse_object(body, "RegisterBrokerBody")?;
         let filter_server_list = match obj.get("filterServerList") {
@@ -301,32 +327,24 @@ impl RegisterBrokerBody {
         version: i32,
         max_inflated: usize,
     ) -> Result<Self, BodyError> {
-        let mut inflated = Vec::new();
-        ZlibDecoder::new(body)
-            .take(max_inflated as u64 + 1)
-            .read_to_end(&mut inflated)
-            .map_err(|e| BodyError::Format(format!("bad zlib stream: {e}")))?;
-        if inflated.len() > max_inflated {
-            return Err(BodyError::Format(format!(
-                "compressed body inflates past {max_inflated} bytes"
-            )));
-        }
-        let mut buf = inflated.as_slice();
-        let data_version = DataVersion::decode(take_bytes(&mut buf)?)?;
-        let count = take_i32(&mut buf)?;
-        let mut topic_configs = Vec::with_capacity(count.min(buf.len() / 4));
+        let mut sections = Sections {
+            inner: ZlibDecoder::new(body).take(max_inflated as u64),
+        };
+        let data_version = DataVersion::decode(&sections.bytes()?)?;
+        let count = sections.len()?;
+        // The count is only a claim: capacity grows with the lines that really arrive.
+        let mut topic_configs = Vec::with_capacity(count.min(1024));
         for _ in 0..count {
-            topic_configs.push(TopicConfig::decode_line(take_str(&mut buf)?)?);
+            topic_configs.push(TopicConfig::decode_line(&sections.string()?)?);
         }
-        let filter_server_list = match parse_value(take_bytes(&mut buf)?)? {
+        let filter_server_list = match parse_value(&sections.bytes()?)? {
             Value::Null => None,
             v => Some(string_list(&v)?),
         };
         let mut mapping_info = Vec::new();
         if version >= version::V5_0_0 {
-            let count = take_i32(&mut buf)?;
-            for _ in 0..count {
-                let info = TopicQueueMappingInfo::decode(take_bytes(&mut buf)?)?;
+            for _ in 0..sections.len()? {
+                let info = TopicQueueMappingInfo::decode(&sections.bytes()?)?;
                 mapping_info.push((info.topic.clone().unwrap_or_default(), info));
             }
         }
@@ -474,7 +492,15 @@ mod tests {
         enc.write_all(&zeros).unwrap();
         let bomb = enc.finish().unwrap();
         let err = RegisterBrokerBody::decode(Some(&bomb), 479, true, 1024).unwrap_err();
-        assert!(err.to_string().contains("inflates past"));
+        assert!(err.to_string().starts_with("compressed body"), "{err}");
+        let mut sections = Vec::new();
+        sections.put_i32(1 << 20);
+        sections.extend_from_slice(&vec![b' '; 1 << 20]);
+        let mut enc = ZlibEncoder::new(Vec::new(), Compression::best());
+        enc.write_all(&sections).unwrap();
+        let big_record = enc.finish().unwrap();
+        let err = RegisterBrokerBody::decode(Some(&big_record), 479, true, 4096).unwrap_err();
+        assert_eq!(err.to_string(), "compressed body inflates past its limit");
     }
 
     #[test]
