@@ -70,3 +70,30 @@ async fn sigterm_stops_gracefully() {
     assert!(logs.contains("boot success"), "logs: {logs}");
     assert!(logs.contains("shutting down"));
 }
+
+#[tokio::test]
+async fn graceful_shutdown_sends_newer_clients_away_first() {
+    let mut server = Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
+    let client = server.client().await;
+    let pid = server.pid().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    eventually(
+        "GO_AWAY during the shutdown wait",
+        std::time::Duration::from_secs(2),
+        || async {
+            call(&client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
+        },
+    )
+    .await;
+    let away = call(&client, route_request("T", 479)).await;
+    assert_eq!(away.remark.as_deref(), Some("please go away"));
+    let old = call(&client, route_request("T", 475)).await;
+    assert_eq!(
+        old.code,
+        remoting::codes::response::TOPIC_NOT_EXIST,
+        "clients up to 5.3.1 do not know GO_AWAY and are still served"
+    );
+    let started = std::time::Instant::now();
+    assert!(server.terminate().success());
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+}
