@@ -27,6 +27,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * client API that both lines share: no admin classes, no route/protocol types (their packages moved in 5.0).
  *
  * Usage: Exchange NAMESRV TOPIC COUNT GROUP ordered|concurrent [BROKER,BROKER...]
+ * NAMESRV "-" (or null for {@link #run}) sets no address: the clients then ask the address server
+ * ({@code -Drocketmq.namesrv.domain}) at start, as in scenario 10.
  * The optional broker list must equal the set of brokers the sends landed on.
  */
 public final class Exchange {
@@ -39,7 +41,7 @@ public final class Exchange {
         }
         Set<String> brokers = args.length > 5 ? new TreeSet<>(Arrays.asList(args[5].split(","))) : null;
         try {
-            run(args[0], args[1], Integer.parseInt(args[2]), args[3], "ordered".equals(args[4]), brokers);
+            run("-".equals(args[0]) ? null : args[0], args[1], Integer.parseInt(args[2]), args[3], "ordered".equals(args[4]), brokers);
         } catch (Throwable e) {
             e.printStackTrace(System.out);
             System.out.println("FAILED: " + e);
@@ -56,7 +58,9 @@ public final class Exchange {
         Map<Integer, Integer> lastSeqByQueue = new ConcurrentHashMap<>();
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
+        if (namesrv != null) {
+            consumer.setNamesrvAddr(namesrv);
+        }
         consumer.setInstanceName(group + "-consumer");
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
@@ -82,7 +86,9 @@ public final class Exchange {
         }
 
         DefaultMQProducer producer = new DefaultMQProducer(group + "-producer");
-        producer.setNamesrvAddr(namesrv);
+        if (namesrv != null) {
+            producer.setNamesrvAddr(namesrv);
+        }
         producer.setInstanceName(group + "-producer");
         producer.setSendMsgTimeout(5000);
         consumer.start();

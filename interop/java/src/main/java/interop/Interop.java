@@ -400,11 +400,11 @@ public final class Interop {
         });
     }
 
-    private static QueueData queueData(TopicRouteData r, String broker) {
+    static QueueData queueData(TopicRouteData r, String broker) {
         return r.getQueueDatas().stream().filter(q -> broker.equals(q.getBrokerName())).findFirst().orElse(null);
     }
 
-    private static BrokerData brokerData(TopicRouteData r, String broker) {
+    static BrokerData brokerData(TopicRouteData r, String broker) {
         return r.getBrokerDatas().stream().filter(b -> broker.equals(b.getBrokerName())).findFirst().orElse(null);
     }
 
@@ -423,7 +423,7 @@ public final class Interop {
         return p.send(new Message(topic, "interop".getBytes()));
     }
 
-    private static void expectCode(int code, String what, Callable<?> call) throws Exception {
+    static void expectCode(int code, String what, Callable<?> call) throws Exception {
         try {
             Object r = call.call();
             throw new AssertionError(what + ": expected response code " + code + ", got success: " + r);
@@ -437,7 +437,7 @@ public final class Interop {
     }
 
     /** Polls until the probe returns non-null; probe exceptions count as "not yet" and are reported on timeout. */
-    private static <T> T await(String what, long timeoutMs, Callable<T> probe) throws Exception {
+    static <T> T await(String what, long timeoutMs, Callable<T> probe) throws Exception {
         long deadline = System.currentTimeMillis() + timeoutMs;
         Throwable last = null;
         do {
@@ -455,13 +455,13 @@ public final class Interop {
             + (last == null ? "" : " (last error: " + last + ")"));
     }
 
-    private static void check(boolean ok, String fmt, Object... a) {
+    static void check(boolean ok, String fmt, Object... a) {
         if (!ok) {
             throw new AssertionError(String.format(fmt, a));
         }
     }
 
-    private static void log(String fmt, Object... a) {
+    static void log(String fmt, Object... a) {
         System.out.println(String.format(fmt, a));
     }
 }
