@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures::{FutureExt, StreamExt};
+use remoting::error::FrameError;
 use remoting::frame::{encode_frame, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -166,6 +167,11 @@ async fn serve_frames<R, W>(
                 loop {
                     match frame {
                         None => break 'serve,
+                        // A peer that hangs up (even without TLS close_notify) is ordinary.
+                        Some(Err(FrameError::Io(e))) => {
+                            debug!(conn = conn.origin.conn, "connection ended: {e}");
+                            return;
+                        }
                         Some(Err(e)) => {
                             warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
                             return;
