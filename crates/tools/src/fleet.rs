@@ -335,12 +335,12 @@ impl Fleet {
         period.mul_f64(index as f64 / self.members.len() as f64)
     }
 
-    /// Every member re-registers every `period` with its unchanged body.
+    /// Every member re-registers every `period` with its unchanged body, the first ones at once.
     pub fn reregistration(&self, period: Duration) -> Background {
         let mut bg = Background::new();
         for (i, m) in self.members.iter().enumerate() {
             let (m, body, form) = (m.clone(), self.body_of(m).clone(), self.form);
-            bg.every(self.phase(i, period) + period, period, move || {
+            bg.every(self.phase(i, period), period, move || {
                 let (m, body) = (m.clone(), body.clone());
                 async move { m.register(&body, form).await }
             });

@@ -21,8 +21,18 @@ mod stats;
 
 use clap::Parser;
 
-fn main() -> anyhow::Result<()> {
-    let cli = cli::Cli::parse();
+fn main() -> std::process::ExitCode {
+    match run(cli::Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line with every cause: scripts quote the first line of a failure.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cli.threads.max(1))
         .enable_all()

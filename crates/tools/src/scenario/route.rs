@@ -55,10 +55,7 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<serde_json::Value> {
         "reregistration": reregistration,
         "server_rss_kib": { "registered": rss_registered, "after_load": rss_loaded },
     });
-    anyhow::ensure!(
-        clean || !args.require_clean,
-        "the run was not clean:\n{out:#}"
-    );
+    anyhow::ensure!(clean || !args.require_clean, "the run was not clean: {out}");
     Ok(out)
 }
 
