@@ -17,6 +17,7 @@ pub mod kv;
 mod metrics;
 mod notify;
 mod persist;
+mod properties;
 mod proxy;
 pub mod route;
 mod server;

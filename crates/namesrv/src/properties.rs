@@ -1,0 +1,136 @@
+//! Java `.properties` text: the format of the config file and of config update bodies.
+//! (The java-properties crate panics on some inputs, e.g. a lone 0xFE byte, which would put a
+//! panic one request away from any client; the format is small enough to read here.)
+
+/// Parses properties text. Bytes are taken as UTF-8 where valid and as ISO-8859-1 otherwise,
+/// so that every input gives an answer: Java reads ISO-8859-1, but UTF-8 is what tools send.
+pub fn parse(input: &[u8]) -> Vec<(String, String)> {
+    let text = match std::str::from_utf8(input) {
+        Ok(s) => s.to_string(),
+        Err(_) => input.iter().map(|&b| b as char).collect(),
+    };
+    let mut out = Vec::new();
+    let mut lines = text
+        .split_inclusive(['\n', '\r'])
+        .map(|l| l.trim_end_matches(['\n', '\r']));
+    while let Some(first) = lines.next() {
+        let mut logical = first.trim_start_matches([' ', '\t', '\u{c}']).to_string();
+        if logical.is_empty() || logical.starts_with(['#', '!']) {
+            continue;
+        }
+        while ends_with_odd_backslashes(&logical) {
+            logical.pop();
+            match lines.next() {
+                Some(next) => logical.push_str(next.trim_start_matches([' ', '\t', '\u{c}'])),
+                None => break,
+            }
+        }
+        out.push(split_pair(&logical));
+    }
+    out
+}
+
+fn ends_with_odd_backslashes(line: &str) -> bool {
+    line.chars().rev().take_while(|c| *c == '\\').count() % 2 == 1
+}
+
+/// Splits a logical line at the first unescaped `=`, `:` or whitespace, and unescapes both sides.
+fn split_pair(line: &str) -> (String, String) {
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '=' | ':' | ' ' | '\t' | '\u{c}' => break,
+            _ => i += 1,
+        }
+    }
+    let key_end = i.min(chars.len());
+    let mut j = key_end;
+    while j < chars.len() && matches!(chars[j], ' ' | '\t' | '\u{c}') {
+        j += 1;
+    }
+    if j < chars.len() && matches!(chars[j], '=' | ':') {
+        j += 1;
+        while j < chars.len() && matches!(chars[j], ' ' | '\t' | '\u{c}') {
+            j += 1;
+        }
+    }
+    (unescape(&chars[..key_end]), unescape(&chars[j..]))
+}
+
+fn unescape(chars: &[char]) -> String {
+    let mut out = String::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c != '\\' || i == chars.len() {
+            out.push(c);
+            continue;
+        }
+        let e = chars[i];
+        i += 1;
+        match e {
+            't' => out.push('\t'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            'f' => out.push('\u{c}'),
+            'u' => {
+                let hex: String = chars[i..chars.len().min(i + 4)].iter().collect();
+                match u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 4)
+                {
+                    Some(code) => {
+                        out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                        i += 4;
+                    }
+                    // Java throws on a malformed \u escape; keeping the text loses nothing.
+                    None => out.push('u'),
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Vec<(String, String)> {
+        parse(text.as_bytes())
+    }
+
+    #[test]
+    fn separators_comments_and_blank_lines() {
+        assert_eq!(
+            pairs("# c\n! c\n\na=1\nb : 2\nc 3\n  d=\ne\n"),
+            [("a", "1"), ("b", "2"), ("c", "3"), ("d", ""), ("e", "")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+    }
+
+    #[test]
+    fn continuations_escapes_and_line_endings() {
+        assert_eq!(
+            pairs("a=one \\\n    two\r\nb=x\\\\\rc=\\u00e9\\n\\=\\:\nk\\ ey=v"),
+            [
+                ("a", "one two"),
+                ("b", "x\\"),
+                ("c", "é\n=:"),
+                ("k ey", "v")
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+    }
+
+    #[test]
+    fn any_bytes_give_an_answer() {
+        assert_eq!(parse(b"\xfe"), [("\u{fe}".to_string(), String::new())]);
+        assert_eq!(pairs("a=\\"), [("a".to_string(), String::new())]);
+        assert_eq!(pairs("a=\\u12"), [("a".to_string(), "u12".to_string())]);
+    }
+}
