@@ -77,6 +77,10 @@ fn ext_value(key: &str, value: Value) -> Result<Option<String>, FrameError> {
 }
 
 pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
+    // serde would also fill the struct from a JSON array; a header is only ever an object.
+    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(bad("header is not an object"));
+    }
     if let Ok(h) = serde_json::from_slice::<StrictHeader>(header) {
         let ext_fields = match h.ext_fields {
             None => None,
