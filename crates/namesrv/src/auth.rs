@@ -36,6 +36,8 @@ pub fn changes_state(code: i32) -> bool {
 pub enum AuthError {
     #[error("cannot read credentials file {0}: {1}")]
     Read(PathBuf, std::io::Error),
+    #[error("credentials file {0}: {1}")]
+    Parse(PathBuf, String),
 }
 
 /// Access keys and their secrets, from a properties file of `accessKey=secretKey` lines.
@@ -47,6 +49,7 @@ pub struct Credentials {
 fn load(path: &Path) -> Result<HashMap<String, String>, AuthError> {
     let bytes = std::fs::read(path).map_err(|e| AuthError::Read(path.into(), e))?;
     Ok(parse_properties(&bytes)
+        .map_err(|e| AuthError::Parse(path.into(), e.to_string()))?
         .into_iter()
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
         .collect())

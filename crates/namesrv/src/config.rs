@@ -170,11 +170,13 @@ pub struct Settings {
 pub enum ConfigError {
     #[error("cannot read config file {0}: {1}")]
     Read(PathBuf, std::io::Error),
+    #[error("cannot parse properties: {0}")]
+    Parse(String),
 }
 
-/// Parses Java `.properties` text; every input gives an answer.
-pub fn parse_properties(text: &[u8]) -> Vec<(String, String)> {
-    crate::properties::parse(text)
+/// Parses Java `.properties` text.
+pub fn parse_properties(text: &[u8]) -> Result<Vec<(String, String)>, ConfigError> {
+    crate::properties::parse(text).map_err(|e| ConfigError::Parse(e.to_string()))
 }
 
 impl Settings {
@@ -193,7 +195,7 @@ impl Settings {
     /// Loads a properties file as `-c` does: it becomes where config updates are persisted.
     pub fn load_file(&mut self, path: &Path) -> Result<(), ConfigError> {
         let bytes = std::fs::read(path).map_err(|e| ConfigError::Read(path.to_path_buf(), e))?;
-        for (k, v) in parse_properties(&bytes) {
+        for (k, v) in parse_properties(&bytes)? {
             if !self.server.set(&k, &v) {
                 self.extras.insert(k, v);
             }
@@ -301,7 +303,7 @@ mod tests {
         let mut s = Settings::defaults(Path::new("/h"), None);
         s.server.product_env_name = "a\nkvConfigPath=/evil\\".into();
         s.server.bind_address = " x\ty".into();
-        let back = parse_properties(s.listing().as_bytes());
+        let back = parse_properties(s.listing().as_bytes()).unwrap();
         let get = |key: &str| {
             back.iter()
                 .filter(|(k, _)| k == key)

@@ -2,9 +2,14 @@
 //! (The java-properties crate panics on some inputs, e.g. a lone 0xFE byte, which would put a
 //! panic one request away from any client; the format is small enough to read here.)
 
-/// Parses properties text. Bytes are taken as UTF-8 where valid and as ISO-8859-1 otherwise,
-/// so that every input gives an answer: Java reads ISO-8859-1, but UTF-8 is what tools send.
-pub fn parse(input: &[u8]) -> Vec<(String, String)> {
+/// A `\u` escape without four hex digits, which Java refuses too.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed \\uxxxx encoding")]
+pub struct MalformedEscape;
+
+/// Parses properties text. Bytes are taken as UTF-8 where valid and as ISO-8859-1 otherwise:
+/// Java reads ISO-8859-1, but UTF-8 is what tools send.
+pub fn parse(input: &[u8]) -> Result<Vec<(String, String)>, MalformedEscape> {
     let text = match std::str::from_utf8(input) {
         Ok(s) => s.to_string(),
         Err(_) => input.iter().map(|&b| b as char).collect(),
@@ -25,9 +30,9 @@ pub fn parse(input: &[u8]) -> Vec<(String, String)> {
                 None => break,
             }
         }
-        out.push(split_pair(&logical));
+        out.push(split_pair(&logical)?);
     }
-    out
+    Ok(out)
 }
 
 fn ends_with_odd_backslashes(line: &str) -> bool {
@@ -35,7 +40,7 @@ fn ends_with_odd_backslashes(line: &str) -> bool {
 }
 
 /// Splits a logical line at the first unescaped `=`, `:` or whitespace, and unescapes both sides.
-fn split_pair(line: &str) -> (String, String) {
+fn split_pair(line: &str) -> Result<(String, String), MalformedEscape> {
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -56,10 +61,10 @@ fn split_pair(line: &str) -> (String, String) {
             j += 1;
         }
     }
-    (unescape(&chars[..key_end]), unescape(&chars[j..]))
+    Ok((unescape(&chars[..key_end])?, unescape(&chars[j..])?))
 }
 
-fn unescape(chars: &[char]) -> String {
+fn unescape(chars: &[char]) -> Result<String, MalformedEscape> {
     let mut out = String::with_capacity(chars.len());
     let mut i = 0;
     while i < chars.len() {
@@ -77,23 +82,18 @@ fn unescape(chars: &[char]) -> String {
             'r' => out.push('\r'),
             'f' => out.push('\u{c}'),
             'u' => {
-                let hex: String = chars[i..chars.len().min(i + 4)].iter().collect();
-                match u32::from_str_radix(&hex, 16)
-                    .ok()
-                    .filter(|_| hex.len() == 4)
-                {
-                    Some(code) => {
-                        out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
-                        i += 4;
-                    }
-                    // Java throws on a malformed \u escape; keeping the text loses nothing.
-                    None => out.push('u'),
-                }
+                let hex = chars.get(i..i + 4).ok_or(MalformedEscape)?;
+                let code = hex
+                    .iter()
+                    .try_fold(0u32, |acc, c| Some(acc * 16 + c.to_digit(16)?))
+                    .ok_or(MalformedEscape)?;
+                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                i += 4;
             }
             other => out.push(other),
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn pairs(text: &str) -> Vec<(String, String)> {
-        parse(text.as_bytes())
+        parse(text.as_bytes()).unwrap()
     }
 
     #[test]
@@ -128,9 +128,13 @@ mod tests {
     }
 
     #[test]
-    fn any_bytes_give_an_answer() {
-        assert_eq!(parse(b"\xfe"), [("\u{fe}".to_string(), String::new())]);
+    fn odd_bytes_parse_and_bad_escapes_are_refused() {
+        assert_eq!(
+            parse(b"\xfe").unwrap(),
+            [("\u{fe}".to_string(), String::new())]
+        );
         assert_eq!(pairs("a=\\"), [("a".to_string(), String::new())]);
-        assert_eq!(pairs("a=\\u12"), [("a".to_string(), "u12".to_string())]);
+        assert_eq!(parse(b"a=\\u12"), Err(MalformedEscape));
+        assert_eq!(parse(b"a=\\u+123"), Err(MalformedEscape));
     }
 }

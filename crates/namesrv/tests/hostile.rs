@@ -765,7 +765,7 @@ async fn config_values_cannot_smuggle_blacklisted_keys() {
         "{resp:?}"
     );
     let persisted = std::fs::read_to_string(&t.server.config).unwrap();
-    let reread = namesrv::config::parse_properties(persisted.as_bytes());
+    let reread = namesrv::config::parse_properties(persisted.as_bytes()).unwrap();
     let kv_paths: Vec<&str> = reread
         .iter()
         .filter(|(k, _)| k == "kvConfigPath")

@@ -72,7 +72,13 @@ public final class NamesrvDiff {
             "standard route JSON: the 5.3.3 reference (fastjson 1, BrowserCompatible; §3.1) escapes non-ASCII as "
                 + "\\uXXXX and '/' as '\\/'; 5.5.0 (fastjson2) writes them raw. Same JSON value, both parse everywhere",
             d -> d.reqCode == 105 && d.field.equals("body") && d.java != null && d.ours != null
-                && d.java.equals(Json.canonical(Json.unescapeBrowserCompatible(d.ours))))
+                && d.java.equals(Json.canonical(Json.unescapeBrowserCompatible(d.ours)))),
+        new Allowed("utf8-config-values",
+            "UPDATE_NAMESRV_CONFIG bodies are UTF-8 (mqadmin sends them so); Java feeds them to its ISO-8859-1 "
+                + "properties reader and mangles non-ASCII values, ours decodes them as UTF-8 (§7.3: fine)",
+            d -> d.reqCode == 319 && d.field.startsWith("config.") && d.java != null && d.ours != null
+                && new String(d.ours.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    java.nio.charset.StandardCharsets.ISO_8859_1).equals(d.java))
     );
 
     record Allowed(String id, String reason, Predicate<Diff> matches) { }

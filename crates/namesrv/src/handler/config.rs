@@ -14,7 +14,7 @@ pub fn update(state: &State, r: &RemotingCommand) -> Reply {
     let Some(body) = &r.body else {
         return Ok(success(r));
     };
-    let props = parse_properties(body);
+    let props = parse_properties(body).map_err(|_| Failure("string2Properties error".into()))?;
     let _writer = state.settings_write.lock();
     let mut next = state.settings.read().clone();
     if let Some(key) = next.blacklisted(props.iter().map(|(k, _)| k.as_str())) {
