@@ -193,11 +193,17 @@ fn rows() -> Vec<Row> {
                     + at(v, "/cluster_polls/failures/count").unwrap_or(0.0)
                     + at(v, "/topic_list_polls/failures/count").unwrap_or(0.0);
                 let expected = at(v, "/brokers_expected").unwrap_or(0.0);
-                let listed = at(v, "/brokers_listed_at_end").unwrap_or(0.0);
+                let listed = match (
+                    at(v, "/brokers_listed_at_end"),
+                    v["final_check_error"].as_str(),
+                ) {
+                    (Some(n), _) => format!("{n}/{expected} brokers listed at the end"),
+                    (None, Some(e)) => format!("final broker count failed: {e}"),
+                    (None, None) => "brokers not counted".into(),
+                };
                 let period = at(v, "/reregister_secs").unwrap_or(0.0);
                 Some(format!(
-                    "{failed} failed requests, {listed}/{expected} brokers listed at the end, \
-                     re-registering every {period} s"
+                    "{failed} failed requests, {listed}, re-registering every {period} s"
                 ))
             },
         },
@@ -284,8 +290,21 @@ fn cell(results: &Results, server: &str, row: &Row) -> String {
 /// `ours / peer`, or why there is none.
 fn ratio(results: &Results, peer: &str, row: &Row) -> String {
     match (results.number(OURS, row), results.number(peer, row)) {
-        (Some(o), Some(p)) if p > 0.0 => format!("{:.2}×", o / p),
+        (Some(o), Some(p)) if p > 0.0 => format!("{}×", fmt_ratio(o / p)),
         _ => "—".into(),
+    }
+}
+
+/// Two significant digits at least, so that small ratios do not read as zero.
+fn fmt_ratio(r: f64) -> String {
+    match r {
+        r if r >= 10.0 => format!("{r:.1}"),
+        r if r >= 0.1 => format!("{r:.2}"),
+        r if r > 0.0 => {
+            let decimals = (1.0 - r.log10().floor()) as usize;
+            format!("{r:.decimals$}")
+        }
+        r => format!("{r}"),
     }
 }
 
@@ -304,7 +323,7 @@ fn compare(results: &Results, row_index: usize, peer: &str, want: fn(f64) -> boo
     let row = &rows()[row_index];
     match (results.number(OURS, row), results.number(peer, row)) {
         (Some(o), Some(p)) if p > 0.0 => {
-            let text = format!("{} vs {} = {:.2}×", fmt_num(o), fmt_num(p), o / p);
+            let text = format!("{} vs {} = {}×", fmt_num(o), fmt_num(p), fmt_ratio(o / p));
             if want(o / p) {
                 Verdict::Met(text)
             } else {
@@ -575,6 +594,13 @@ mod tests {
         assert!(rows[TOPIC_LIST].label.starts_with("GET_ALL_TOPIC_LIST"));
         assert!(rows[STARTUP].label.starts_with("Start"));
         assert!(rows[IDLE_RSS].label.starts_with("Idle RSS"));
+    }
+
+    #[test]
+    fn small_ratios_keep_two_digits() {
+        assert_eq!(fmt_ratio(0.0027), "0.0027");
+        assert_eq!(fmt_ratio(0.83), "0.83");
+        assert_eq!(fmt_ratio(22.84), "22.8");
     }
 
     #[test]

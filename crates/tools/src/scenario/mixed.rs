@@ -42,8 +42,11 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
     let cluster_polls = cluster_polls.map(Background::stop);
     let topic_lists = topic_lists.map(Background::stop);
 
-    let checker = Client::connect(addr).await?;
-    let registered_at_end = cluster_members(&checker).await?;
+    // A server too busy to answer this still gets its measurements reported.
+    let (registered_at_end, final_check_error) = match final_count(addr).await {
+        Ok(n) => (Some(n), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
     Ok(json!({
         "scenario": "mixed",
         "layout": fleet.layout,
@@ -60,8 +63,16 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
         "topic_list_polls": topic_lists,
         "brokers_expected": fleet.layout.members(),
         "brokers_listed_at_end": registered_at_end,
+        "final_check_error": final_check_error,
         "server_rss_kib": { "idle": rss_idle, "churn": rss_churn },
     }))
+}
+
+async fn final_count(addr: &str) -> anyhow::Result<usize> {
+    let client = Client::connect(addr).await?;
+    cluster_members(&client)
+        .await
+        .map_err(|e| e.context("GET_BROKER_CLUSTER_INFO after the run"))
 }
 
 async fn topic_list_polls(addr: &str, period: Duration) -> anyhow::Result<Background> {
