@@ -117,7 +117,7 @@ pub async fn run(
     let state = Arc::new(State {
         settings: parking_lot::RwLock::new(settings),
         settings_write: parking_lot::Mutex::new(()),
-        large_body_gate: parking_lot::Mutex::new(()),
+        inflate_gate: parking_lot::Mutex::new(()),
         kv,
         routes: RouteTable::with_registry(registry),
         unregister_queue: queue_tx,

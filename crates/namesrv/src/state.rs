@@ -23,9 +23,9 @@ pub struct State {
     pub settings: RwLock<Settings>,
     /// Serialises config updates so that the persisted file matches memory.
     pub settings_write: Mutex<()>,
-    /// Large registration bodies are decoded one at a time, so that their transient memory
-    /// (inflated or parsed) has one ceiling for the whole server, not one per request.
-    pub large_body_gate: Mutex<()>,
+    /// Compressed registration bodies are inflated one at a time, so that what a small body can
+    /// claim in memory has one ceiling for the whole server, not one per request.
+    pub inflate_gate: Mutex<()>,
     pub kv: KvStore,
     pub routes: RouteTable,
     pub unregister_queue: mpsc::Sender<Unregistration>,

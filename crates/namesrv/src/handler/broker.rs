@@ -37,8 +37,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         )
     };
     let compressed = r.ext_bool("compressed").unwrap_or(false);
-    let large = compressed || r.body.as_ref().is_some_and(|b| b.len() > LARGE_BODY);
-    let gate = large.then(|| state.large_body_gate.lock());
+    let gate = compressed.then(|| state.inflate_gate.lock());
     let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated)?;
     drop(gate);
     let registration = Registration {
@@ -86,9 +85,6 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     }
     Ok(response)
 }
-
-/// Bodies above this size (or compressed) are decoded one at a time.
-const LARGE_BODY: usize = 1024 * 1024;
 
 /// Compressed bodies may inflate to a few times the largest frame (real ones compress about
 /// tenfold at most), so that a small hostile body cannot claim unbounded memory.

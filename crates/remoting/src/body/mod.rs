@@ -5,6 +5,7 @@ mod cluster;
 mod data_version;
 mod lists;
 mod register;
+mod register_strict;
 mod route;
 
 pub use cluster::ClusterInfo;

@@ -294,7 +294,10 @@ impl RegisterBrokerBody {
             });
         };
         if version < version::V3_0_11 {
-            let wrapper = TopicConfigWrapper::from_object(&parse_object(body, "wrapper")?)?;
+            let wrapper = match super::register_strict::wrapper(body) {
+                Some(strict) => strict?,
+                None => TopicConfigWrapper::from_object(&parse_object(body, "wrapper")?)?,
+            };
             return Ok(RegisterBrokerBody {
                 wrapper,
                 filter_server_list: None,
@@ -305,6 +308,9 @@ impl RegisterBrokerBody {
                 BodyError::Format(m) if m.starts_with("compressed body") => BodyError::Format(m),
                 other => BodyError::Format(format!("compressed body: {other}")),
             });
+        }
+        if let Some(strict) = super::register_strict::register_body(body) {
+            return strict;
         }
         let obj = parse_object(body, "RegisterBrokerBody")?;
         let filter_server_list = match obj.get("filterServerList") {
@@ -430,6 +436,28 @@ mod tests {
             body.wrapper.topic_configs,
             vec![TopicConfig::new("TopicTest", 4, 6)]
         );
+    }
+
+    #[test]
+    fn strict_and_lenient_readers_agree() {
+        let strict =
+            RegisterBrokerBody::decode(Some(BROKER_BODY.as_bytes()), 479, false, 1 << 20).unwrap();
+        // Numbers as strings and unquoted keys only pass the lenient reader.
+        let lenient_text = BROKER_BODY
+            .replace(r#""perm":6"#, r#""perm":"6""#)
+            .replace(r#""topicConfigTable""#, "topicConfigTable");
+        let lenient =
+            RegisterBrokerBody::decode(Some(lenient_text.as_bytes()), 479, false, 1 << 20).unwrap();
+        assert_eq!(strict, lenient);
+        let explicit_null = RegisterBrokerBody::decode(
+            Some(br#"{"filterServerList":null,"topicConfigSerializeWrapper":{"topicConfigTable":{"a":{"topicName":"a"},"b":null}}}"#),
+            479,
+            false,
+            0,
+        )
+        .unwrap();
+        assert_eq!(explicit_null.filter_server_list, None);
+        assert_eq!(explicit_null.wrapper.topic_configs.len(), 1);
     }
 
     #[test]
