@@ -111,7 +111,10 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
             .build(log_dir);
         match appender {
             Ok(appender) => {
-                let (writer, guard) = tracing_appender::non_blocking(appender);
+                // The default queue preallocates room for 128k lines (megabytes at idle).
+                let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                    .buffered_lines_limit(1024)
+                    .finish(appender);
                 let layer = tracing_subscriber::fmt::layer()
                     .with_ansi(false)
                     .with_writer(writer)

@@ -194,9 +194,12 @@ pub struct Tls {
 }
 
 impl Tls {
+    /// Configured certificates are loaded now, so that a bad file stops the start; the
+    /// self-signed one is made at the first TLS connection, keeping idle servers small.
     pub fn new(settings: TlsSettings) -> Result<Self, TlsError> {
         let acceptor = match settings.mode {
             TlsMode::Disabled => None,
+            _ if settings.cert_path.is_none() => None,
             _ => Some(settings.build()?),
         };
         Ok(Tls {
@@ -210,7 +213,20 @@ impl Tls {
     }
 
     pub fn acceptor(&self) -> Option<TlsAcceptor> {
-        self.acceptor.read().clone()
+        if self.settings.mode == TlsMode::Disabled {
+            return None;
+        }
+        if let Some(acceptor) = self.acceptor.read().clone() {
+            return Some(acceptor);
+        }
+        let mut slot = self.acceptor.write();
+        if slot.is_none() {
+            match self.settings.build() {
+                Ok(acceptor) => *slot = Some(acceptor),
+                Err(e) => warn!("cannot set up TLS: {e}"),
+            }
+        }
+        slot.clone()
     }
 
     /// Rebuilds the acceptor when a certificate file changes; a broken new file keeps the
