@@ -453,6 +453,29 @@ fn targets() -> Vec<Target> {
     ]
 }
 
+/// Every distinct failure message kept anywhere in a result.
+fn failure_samples(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("samples", Value::Array(items)) => {
+                        for item in items.iter().filter_map(Value::as_str) {
+                            if !out.iter().any(|o| o == item) {
+                                out.push(item.to_string());
+                            }
+                        }
+                    }
+                    ("final_check_error", Value::String(e)) => out.push(e.clone()),
+                    _ => failure_samples(value, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| failure_samples(i, out)),
+        _ => {}
+    }
+}
+
 fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
@@ -545,6 +568,30 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 
     writeln!(w, "\n## Failures in full\n")?;
     let mut any = false;
+    let mut figures: Vec<&str> = Vec::new();
+    for row in rows() {
+        if !figures.contains(&row.figure) {
+            figures.push(row.figure);
+        }
+    }
+    for s in &meta.servers {
+        for figure in &figures {
+            let Outcome::Measured(v) = results.outcome(&s.id, figure) else {
+                continue;
+            };
+            let mut samples = Vec::new();
+            failure_samples(&v, &mut samples);
+            if !samples.is_empty() {
+                any = true;
+                writeln!(
+                    w,
+                    "- {} / `{figure}`: requests failed during the run; first messages:\n\n```\n{}\n```\n",
+                    s.label,
+                    samples.join("\n")
+                )?;
+            }
+        }
+    }
     for s in &meta.servers {
         let mut figures: Vec<_> = std::fs::read_dir(args.results.join(&s.id))
             .into_iter()

@@ -57,7 +57,7 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
         "registration": registration,
         "idle": idle,
         "churn": churn,
-        "p99_churn_over_idle": churn.median_p99_ms / idle.median_p99_ms,
+        "p99_churn_over_idle": churn.median_p99_ms.zip(idle.median_p99_ms).map(|(c, i)| c / i),
         "reregistration": reregistration,
         "cluster_polls": cluster_polls,
         "topic_list_polls": topic_lists,

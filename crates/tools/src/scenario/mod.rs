@@ -15,25 +15,26 @@ use crate::route_load::{RouteLoad, RouteRun};
 use crate::server_proc;
 use crate::stats::median;
 
-/// Measured runs and their medians.
+/// Measured runs and their medians; latencies only over runs that got answers.
 #[derive(Debug, Serialize)]
 pub struct Runs {
     pub median_qps: f64,
-    pub median_p50_ms: f64,
-    pub median_p99_ms: f64,
-    pub median_p999_ms: f64,
+    pub median_p50_ms: Option<f64>,
+    pub median_p99_ms: Option<f64>,
+    pub median_p999_ms: Option<f64>,
     pub failures: u64,
     pub runs: Vec<RouteRun>,
 }
 
 impl Runs {
     fn of(runs: Vec<RouteRun>) -> Self {
-        let med = |f: fn(&RouteRun) -> f64| median(runs.iter().map(f)).unwrap_or(0.0);
+        let answered =
+            |f: fn(&RouteRun) -> f64| median(runs.iter().filter(|r| r.requests > 0).map(f));
         Runs {
-            median_qps: med(|r| r.qps),
-            median_p50_ms: med(|r| r.latency.p50_ms),
-            median_p99_ms: med(|r| r.latency.p99_ms),
-            median_p999_ms: med(|r| r.latency.p999_ms),
+            median_qps: median(runs.iter().map(|r| r.qps)).unwrap_or(0.0),
+            median_p50_ms: answered(|r| r.latency.p50_ms),
+            median_p99_ms: answered(|r| r.latency.p99_ms),
+            median_p999_ms: answered(|r| r.latency.p999_ms),
             failures: runs.iter().map(|r| r.failures.count).sum(),
             runs,
         }
