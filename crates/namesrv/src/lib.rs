@@ -14,6 +14,7 @@ mod handler;
 mod housekeeping;
 mod http;
 pub mod kv;
+mod memory;
 mod metrics;
 mod notify;
 mod persist;

@@ -231,11 +231,13 @@ pub fn load(path: &Path) -> Registry {
 
 fn save(state: &State, path: &Path) {
     let bytes = state.routes.read(encode);
+    let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");
     } else {
         state.metrics.snapshot_saved();
     }
+    drop(bytes);
 }
 
 /// Writes the snapshot after changes (debounced) and periodically, and once more at shutdown.

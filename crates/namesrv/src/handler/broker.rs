@@ -6,6 +6,7 @@ use remoting::RemotingCommand;
 
 use super::{required, required_i64, success, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::memory::{ReleaseOnDrop, LARGE_WORK};
 use crate::notify;
 use crate::route::{RegisterOutcome, RegisterPolicy, Registration, Unregistration};
 use crate::state::{now_ms, State};
@@ -37,9 +38,13 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         )
     };
     let compressed = r.ext_bool("compressed").unwrap_or(false);
+    // Declared first, so dropped last: after the decoded body is gone, on every path.
+    let _trim = (compressed || r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
+        .then_some(ReleaseOnDrop);
     let gate = compressed.then(|| state.inflate_gate.lock());
-    let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated)?;
+    let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
     drop(gate);
+    let body = body?;
     let registration = Registration {
         cluster: cluster.to_string(),
         broker_addr: broker_addr.to_string(),
