@@ -21,6 +21,9 @@ use crate::state::{now_ms, State};
 const DEBOUNCE: Duration = Duration::from_secs(1);
 /// Heartbeats move deadlines without changing routes; they are saved this often.
 const REFRESH: Duration = Duration::from_secs(30);
+/// Encoding holds the registry's read lock (registrations wait): a large registry is saved
+/// at most once per this many times its last encoding took.
+const MAX_DUTY: u32 = 20;
 /// Restored brokers have no connection yet; this id never names a real one.
 const NO_CONNECTION: u64 = 0;
 
@@ -229,8 +232,11 @@ pub fn load(path: &Path) -> Registry {
     }
 }
 
-fn save(state: &State, path: &Path) {
+/// Saves the snapshot; returns how long the registry was held for encoding.
+fn save(state: &State, path: &Path) -> Duration {
+    let started = std::time::Instant::now();
     let bytes = state.routes.read(encode);
+    let held = started.elapsed();
     let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");
@@ -238,6 +244,7 @@ fn save(state: &State, path: &Path) {
         state.metrics.snapshot_saved();
     }
     drop(bytes);
+    held
 }
 
 /// Writes the snapshot after changes (debounced) and periodically, and once more at shutdown.
@@ -248,19 +255,23 @@ pub fn spawn_writer(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut saved_generation = state.routes.generation();
-        let mut since_save = Duration::ZERO;
+        let mut saved_at = tokio::time::Instant::now();
+        let mut last_hold = Duration::ZERO;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(DEBOUNCE) => {}
                 _ = shutdown.cancelled() => break,
             }
-            since_save += DEBOUNCE;
+            let since = saved_at.elapsed();
             let generation = state.routes.generation();
-            if generation != saved_generation || since_save >= REFRESH {
+            let due = (generation != saved_generation && since >= DEBOUNCE) || since >= REFRESH;
+            if due && since >= last_hold * MAX_DUTY {
                 saved_generation = generation;
-                since_save = Duration::ZERO;
+                saved_at = tokio::time::Instant::now();
                 let (state, path) = (state.clone(), path.clone());
-                let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
+                if let Ok(held) = tokio::task::spawn_blocking(move || save(&state, &path)).await {
+                    last_hold = held;
+                }
             }
         }
         let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
