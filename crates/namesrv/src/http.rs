@@ -16,8 +16,6 @@ use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::route::RouteExtras;
 use crate::state::{now_ms, State};
 
 type Shared = Arc<State>;
@@ -162,11 +160,7 @@ async fn status_page(
         esc(q.topic.as_deref().unwrap_or(""))
     );
     if let Some(topic) = q.topic.as_deref().filter(|t| !t.is_empty()) {
-        let extras = RouteExtras {
-            acting_master: state.settings.read().server.support_acting_master,
-            order_topic_conf: state.kv.get(ORDER_TOPIC_CONFIG, topic),
-        };
-        match state.routes.route(topic, extras) {
+        match state.routes.route(topic, state.route_extras(topic)) {
             None => {
                 let _ = write!(
                     page,

@@ -15,8 +15,9 @@ use tracing::warn;
 use crate::auth::Credentials;
 use crate::config::Settings;
 use crate::kv::KvStore;
+use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
-use crate::route::{BrokerAddrKey, ConnId, RouteTable, Unregistration};
+use crate::route::{BrokerAddrKey, ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
 
 pub struct State {
@@ -57,24 +58,29 @@ impl State {
     /// Queues the removal of the brokers behind `keys`, or drops their live entries outright
     /// when no group holds their address any more.
     pub fn unregister_live(&self, keys: &[BrokerAddrKey]) {
-        let (requests, orphans): (Vec<_>, Vec<_>) = self.routes.read(|r| {
+        let mut orphans = Vec::new();
+        let requests: Vec<Unregistration> = self.routes.read(|r| {
             keys.iter()
-                .map(|k| (k, r.unregistration_for(k)))
-                .partition(|(_, u)| u.is_some())
+                .filter_map(|k| {
+                    let request = r.unregistration_for(k);
+                    if request.is_none() {
+                        orphans.push(k);
+                    }
+                    request
+                })
+                .collect()
         });
         if !orphans.is_empty() {
             self.routes.write(|r| {
-                for (k, _) in &orphans {
+                for k in &orphans {
                     r.live.remove(*k);
                 }
                 ((), false)
             });
         }
-        for (_, request) in requests {
-            if let Some(request) = request {
-                if self.unregister_queue.try_send(request).is_err() {
-                    warn!("unregistration queue full; a broker will wait for expiry");
-                }
+        for request in requests {
+            if self.unregister_queue.try_send(request).is_err() {
+                warn!("unregistration queue full; a broker will wait for expiry");
             }
         }
     }
@@ -100,6 +106,23 @@ impl State {
         let s = self.settings.read();
         s.server.need_wait_for_service
             && self.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64
+    }
+
+    /// What a topic's route shows besides the registry, as clients are given it.
+    pub fn route_extras(&self, topic: &str) -> RouteExtras {
+        let (acting_master, order_enabled) = {
+            let s = self.settings.read();
+            (
+                s.server.support_acting_master,
+                s.server.order_message_enable,
+            )
+        };
+        RouteExtras {
+            acting_master,
+            order_topic_conf: order_enabled
+                .then(|| self.kv.get(ORDER_TOPIC_CONFIG, topic))
+                .flatten(),
+        }
     }
 
     pub fn is_ready(&self) -> bool {

@@ -8,8 +8,6 @@ use remoting::json::JsonStyle;
 use remoting::RemotingCommand;
 
 use super::{success, Failure, Reply};
-use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::route::RouteExtras;
 use crate::state::State;
 
 const NOT_FOUND_HINT: &str =
@@ -20,19 +18,8 @@ pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
         return Err(Failure("name server not ready".into()));
     }
     let topic = r.ext("topic").unwrap_or("null");
-    let (acting_master, order_enabled) = {
-        let s = state.settings.read();
-        (
-            s.server.support_acting_master,
-            s.server.order_message_enable,
-        )
-    };
-    let extras = || RouteExtras {
-        acting_master,
-        order_topic_conf: order_enabled
-            .then(|| state.kv.get(ORDER_TOPIC_CONFIG, topic))
-            .flatten(),
-    };
+    // Only a cache miss needs the settings and the KV store.
+    let extras = || state.route_extras(topic);
     let body = match requested_zone(r) {
         // Zone-filtered routes are rare and per requester: built each time, always in
         // fastjson's form as Java writes them.

@@ -15,7 +15,7 @@ use remoting::json::JsonStyle;
 
 pub use registry::{
     BrokerAddrKey, BrokerLive, ConnId, MinIdNotice, RegisterOutcome, RegisterPolicy, Registration,
-    Registry, Unregistration, DEFAULT_BROKER_TIMEOUT_MS,
+    Registry, Unregistration,
 };
 
 /// What a route depends on besides the registry.
