@@ -13,7 +13,7 @@ use remoting::frame::{encode_frame, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -189,13 +189,13 @@ async fn serve_frames<R, W>(
                 }
                 last_activity = Instant::now();
             }
-            Some(response) = conn.done.1.recv() => conn.push(&response),
+            Some((response, _permit)) = conn.done.1.recv() => conn.push(&response),
             _ = tokio::time::sleep_until((last_activity + limits.idle).into()) => {
                 debug!(conn = conn.origin.conn, "closing idle connection");
                 break;
             }
         }
-        while let Ok(response) = conn.done.1.try_recv() {
+        while let Ok((response, _permit)) = conn.done.1.try_recv() {
             conn.push(&response);
         }
         if !conn.out.is_empty() {
@@ -216,7 +216,7 @@ async fn serve_frames<R, W>(
     } = conn;
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some(response) = rx.recv().await {
+        while let Some((response, _permit)) = rx.recv().await {
             encode_frame(&response, &mut out);
         }
         write.write_all(&out).await
@@ -227,15 +227,18 @@ async fn serve_frames<R, W>(
 /// Bytes of answers gathered before they are written even if more requests are waiting.
 const WRITE_BATCH: usize = 64 * 1024;
 
+/// An answer from the blocking pool and the permit it was served under.
+type Answer = (RemotingCommand, OwnedSemaphorePermit);
+
 struct Connection<'a> {
     state: &'a Arc<State>,
     origin: Origin,
     out: BytesMut,
     blocking: Arc<Semaphore>,
-    done: (
-        mpsc::Sender<RemotingCommand>,
-        mpsc::Receiver<RemotingCommand>,
-    ),
+    /// Answers of requests served off the reader, each with the permit it was served under:
+    /// the permit is released only once the answer is in `out`, so a client that sends
+    /// without reading makes the server hold at most `BLOCKING_IN_FLIGHT` answers.
+    done: (mpsc::Sender<Answer>, mpsc::Receiver<Answer>),
 }
 
 impl Connection<'_> {
@@ -254,19 +257,26 @@ impl Connection<'_> {
             }
             return;
         }
-        let Ok(permit) = self.blocking.clone().acquire_owned().await else {
-            return;
+        // Every permit may be held by an answer waiting in the channel: take answers while
+        // waiting, or the reader would wait on itself.
+        let permit = loop {
+            tokio::select! {
+                biased;
+                Some((response, _permit)) = self.done.1.recv() => self.push(&response),
+                permit = self.blocking.clone().acquire_owned() => match permit {
+                    Ok(permit) => break permit,
+                    Err(_) => return,
+                },
+            }
         };
         let (state, origin, tx) = (self.state.clone(), self.origin, self.done.0.clone());
         tokio::spawn(async move {
             let handled =
                 tokio::task::spawn_blocking(move || handler::handle(&state, origin, &request))
                     .await;
-            // Released before sending: the channel has room for every permit, so a reader
-            // waiting for a permit can never wait on a full channel.
-            drop(permit);
             if let Ok(Some(response)) = handled {
-                let _ = tx.send(response).await;
+                // Never waits: the channel has room for every permit.
+                let _ = tx.send((response, permit)).await;
             }
         });
     }

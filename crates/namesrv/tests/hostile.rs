@@ -714,7 +714,8 @@ async fn non_reading_client_of_blocking_requests_is_bounded() {
     let t = Target::start("").await;
     big_order_config(&t).await;
     let growth = flood_without_reading(&t, registration("flood", "10.0.0.11:1"), 3000).await;
-    assert!(growth < 192 * 1024, "server grew by {growth} KiB");
+    // The answers of the requests in flight plus one write batch: a few MiB, not hundreds.
+    assert!(growth < 48 * 1024, "server grew by {growth} KiB");
 }
 
 /// Thousands of connections at once are all accepted and answered, sized below the soft limit
