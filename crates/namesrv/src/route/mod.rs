@@ -2,14 +2,17 @@
 //!
 //! Readers never re-serialise a route that has not changed: every change that a route can show
 //! bumps a generation number, and a cached body is served only while its generation is current.
+//! A route does not name its topic, so topics served by the same queues on the same brokers (most
+//! of a cluster's) share one body: memory and cache footprint follow distinct routes, not topics.
 
 mod registry;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use remoting::body::TopicRouteData;
 use remoting::json::JsonStyle;
 
@@ -30,6 +33,9 @@ pub struct RouteTable {
     generation: AtomicU64,
     standard: DashMap<Box<str>, (u64, Bytes)>,
     fastjson: DashMap<Box<str>, (u64, Bytes)>,
+    /// Distinct bodies built since the generation it names; older ones live on only in the
+    /// cache entries that still hold them.
+    distinct: Mutex<(u64, HashSet<Bytes>)>,
 }
 
 impl RouteTable {
@@ -86,9 +92,7 @@ impl RouteTable {
         }
         match self.route(topic, extras()) {
             Some(route) => {
-                // Exactly sized: the writer's spare capacity would otherwise stay with every
-                // cached body (about twice the body at 100k topics).
-                let body = Bytes::copy_from_slice(&route.encode(style));
+                let body = self.shared(generation, &route.encode(style));
                 cache.insert(topic.into(), (generation, body.clone()));
                 Some(body)
             }
@@ -99,10 +103,82 @@ impl RouteTable {
         }
     }
 
+    /// The one copy of `encoded` among bodies built since `generation`. Exactly sized: the
+    /// writer's spare capacity would otherwise stay with the cache.
+    fn shared(&self, generation: u64, encoded: &[u8]) -> Bytes {
+        let mut distinct = self.distinct.lock();
+        if distinct.0 < generation {
+            *distinct = (generation, HashSet::new());
+        }
+        if let Some(body) = distinct.1.get(encoded) {
+            return body.clone();
+        }
+        let body = Bytes::copy_from_slice(encoded);
+        distinct.1.insert(body.clone());
+        body
+    }
+
     /// The route of `topic`, assembled now.
     pub fn route(&self, topic: &str, extras: RouteExtras) -> Option<TopicRouteData> {
         let mut route = self.registry.read().route(topic, extras.acting_master)?;
         route.order_topic_conf = extras.order_topic_conf;
         Some(route)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use remoting::body::{BrokerData, QueueData};
+
+    use super::*;
+
+    fn table(topics: &[(&str, i32)]) -> RouteTable {
+        let mut registry = Registry::default();
+        registry.brokers.insert(
+            "b".into(),
+            BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
+                ..Default::default()
+            },
+        );
+        for (topic, queues) in topics {
+            let qd = QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: *queues,
+                write_queue_nums: *queues,
+                perm: 6,
+                topic_sys_flag: 0,
+            };
+            registry
+                .topics
+                .insert(topic.to_string(), BTreeMap::from([("b".into(), qd)]));
+        }
+        RouteTable::with_registry(registry)
+    }
+
+    fn body(table: &RouteTable, topic: &str) -> Bytes {
+        let extras = || RouteExtras {
+            acting_master: false,
+            order_topic_conf: None,
+        };
+        table.route_body(topic, JsonStyle::Standard, extras).unwrap()
+    }
+
+    #[test]
+    fn topics_with_the_same_route_share_one_body() {
+        let t = table(&[("a", 8), ("b", 8), ("c", 4)]);
+        let (a, b, c) = (body(&t, "a"), body(&t, "b"), body(&t, "c"));
+        assert_eq!(a, b);
+        assert_eq!(a.as_ptr(), b.as_ptr());
+        assert_ne!(a, c);
+        t.invalidate();
+        let rebuilt = body(&t, "b");
+        assert_eq!(rebuilt, a);
+        assert_ne!(rebuilt.as_ptr(), a.as_ptr(), "a new generation starts a new set");
+        assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
     }
 }
