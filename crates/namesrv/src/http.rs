@@ -132,7 +132,7 @@ async fn status_page(
         for (cluster, names) in r.clusters.iter().collect::<BTreeMap<_, _>>() {
             for name in names {
                 let Some(bd) = r.brokers.get(name) else { continue };
-                let topics = r.topics.values().filter(|q| q.contains_key(name)).count();
+                let topics = r.topics.values().filter(|q| q.contains(name)).count();
                 for (id, addr) in &bd.broker_addrs {
                     let live = r.live(cluster, addr);
                     let _ = write!(

@@ -14,7 +14,7 @@ mod handler;
 mod housekeeping;
 mod http;
 pub mod kv;
-mod memory;
+pub mod memory;
 mod metrics;
 mod notify;
 mod persist;

@@ -14,6 +14,22 @@ impl Drop for ReleaseOnDrop {
     }
 }
 
+/// Caps glibc's arenas at one per core (its default is eight per core). Large registrations
+/// decoded on several blocking threads at once otherwise leave each thread's arena holding
+/// its own fragmented share: at 100k topics × 10 brokers, 127 MB resident instead of 87.
+/// Called once at start, before any other thread exists.
+pub fn one_arena_per_core() {
+    #[cfg(target_env = "gnu")]
+    {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only sets a glibc tunable; it is called before other threads start.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
+}
+
 /// Returns free heap memory to the operating system.
 pub fn release_free() {
     #[cfg(target_env = "gnu")]

@@ -50,8 +50,8 @@ pub fn encode(r: &Registry) -> Vec<u8> {
         w.key("topics").object(|w| {
             for (topic, queues) in &r.topics {
                 w.key(topic).array(|w| {
-                    for qd in queues.values() {
-                        qd.write(w);
+                    for (name, q) in queues.iter() {
+                        q.to_queue_data(name).write(w);
                     }
                 });
             }
@@ -145,7 +145,6 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
             .insert(cluster.clone(), strings(names).into_iter().collect());
     }
     for (topic, queues) in obj.opt_object("topics").map_err(err)?.into_iter().flatten() {
-        let slot = r.topics.entry(topic.clone()).or_default();
         for qd in queues
             .as_array()
             .into_iter()
@@ -153,7 +152,7 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
             .filter_map(Value::as_object)
         {
             let qd = QueueData::from_object(qd).map_err(err)?;
-            slot.insert(qd.broker_name.clone(), qd);
+            r.set_queues(topic, &qd);
         }
     }
     for live in objects(obj, "live")? {

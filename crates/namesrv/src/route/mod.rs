@@ -5,6 +5,7 @@
 //! A route does not name its topic, so topics served by the same queues on the same brokers (most
 //! of a cluster's) share one body: memory and cache footprint follow distinct routes, not topics.
 
+mod queues;
 mod registry;
 
 use std::collections::HashSet;
@@ -153,9 +154,7 @@ mod tests {
                 perm: 6,
                 topic_sys_flag: 0,
             };
-            registry
-                .topics
-                .insert(topic.to_string(), BTreeMap::from([("b".into(), qd)]));
+            registry.set_queues(topic, &qd);
         }
         RouteTable::with_registry(registry)
     }
@@ -165,7 +164,9 @@ mod tests {
             acting_master: false,
             order_topic_conf: None,
         };
-        table.route_body(topic, JsonStyle::Standard, extras).unwrap()
+        table
+            .route_body(topic, JsonStyle::Standard, extras)
+            .unwrap()
     }
 
     #[test]
@@ -178,7 +179,11 @@ mod tests {
         t.invalidate();
         let rebuilt = body(&t, "b");
         assert_eq!(rebuilt, a);
-        assert_ne!(rebuilt.as_ptr(), a.as_ptr(), "a new generation starts a new set");
+        assert_ne!(
+            rebuilt.as_ptr(),
+            a.as_ptr(),
+            "a new generation starts a new set"
+        );
         assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
     }
 }

@@ -1,12 +1,15 @@
 //! The routing tables and every rule that changes them. Plain data, no locking: the caller
 //! holds the lock and owns timing.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use remoting::body::{
     BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody, TopicConfig,
     TopicQueueMappingInfo, TopicRouteData,
 };
+
+use super::queues::{Queues, TopicQueues};
 
 /// Identifies one accepted connection for the lifetime of the process.
 pub type ConnId = u64;
@@ -90,12 +93,14 @@ pub struct Unregistration {
 
 #[derive(Default)]
 pub struct Registry {
-    pub topics: HashMap<String, BTreeMap<String, QueueData>>,
+    pub topics: HashMap<String, TopicQueues>,
     pub brokers: HashMap<String, BrokerData>,
     pub clusters: HashMap<String, BTreeSet<String>>,
     pub live: HashMap<BrokerAddrKey, BrokerLive>,
     pub filter_servers: HashMap<BrokerAddrKey, Vec<String>>,
     pub mappings: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
+    /// One shared copy of each broker name that topics refer to.
+    names: HashSet<Arc<str>>,
 }
 
 fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
@@ -105,13 +110,12 @@ fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
     }
 }
 
-fn queue_data(broker_name: &str, tc: &TopicConfig, perm: i32) -> QueueData {
-    QueueData {
-        broker_name: broker_name.to_string(),
-        read_queue_nums: tc.read_queue_nums,
-        write_queue_nums: tc.write_queue_nums,
+fn queues(tc: &TopicConfig, perm: i32) -> Queues {
+    Queues {
+        read: tc.read_queue_nums,
+        write: tc.write_queue_nums,
         perm,
-        topic_sys_flag: tc.topic_sys_flag,
+        sys_flag: tc.topic_sys_flag,
     }
 }
 
@@ -125,6 +129,22 @@ fn no_master(bd: Option<&BrokerData>) -> bool {
 }
 
 impl Registry {
+    fn shared_name(&mut self, broker_name: &str) -> Arc<str> {
+        if let Some(name) = self.names.get(broker_name) {
+            return name.clone();
+        }
+        let name: Arc<str> = broker_name.into();
+        self.names.insert(name.clone());
+        name
+    }
+
+    /// Sets a broker group's queues of a topic; returns whether anything changed.
+    pub fn set_queues(&mut self, topic: &str, qd: &QueueData) -> bool {
+        let name = self.shared_name(&qd.broker_name);
+        let slot = self.topics.entry(topic.to_string()).or_default();
+        slot.set(&name, Queues::of(qd))
+    }
+
     /// Registers a broker. Returns the outcome and whether anything a route shows changed.
     pub fn register(
         &mut self,
@@ -140,6 +160,7 @@ impl Registry {
         } = &reg;
         let wrapper = &reg.body.wrapper;
         let addr_key = key(cluster, broker_addr);
+        let name = self.shared_name(broker_name);
 
         self.clusters
             .entry(cluster.clone())
@@ -207,7 +228,7 @@ impl Registry {
                 let missing = self
                     .topics
                     .get(topic)
-                    .is_none_or(|m| !m.contains_key(broker_name.as_str()));
+                    .is_none_or(|m| !m.contains(broker_name));
                 if !(register_first || version_changed || missing) {
                     continue;
                 }
@@ -215,12 +236,8 @@ impl Registry {
                 if is_prime_slave && acting_master {
                     perm &= !PERM_WRITE;
                 }
-                let qd = queue_data(broker_name, tc, perm);
                 let slot = self.topics.entry(topic.to_string()).or_default();
-                if slot.get(broker_name.as_str()) != Some(&qd) {
-                    slot.insert(broker_name.clone(), qd);
-                    changed = true;
-                }
+                changed |= slot.set(&name, queues(tc, perm));
             }
             if version_changed || register_first {
                 for (topic, info) in &wrapper.mapping_info {
@@ -313,7 +330,7 @@ impl Registry {
     ) -> bool {
         let mut changed = false;
         self.topics.retain(|topic, queues| {
-            if which(topic) && queues.remove(broker_name).is_some() {
+            if which(topic) && queues.remove(broker_name) {
                 changed = true;
             }
             !queues.is_empty()
@@ -365,7 +382,7 @@ impl Registry {
         let brokers = &self.brokers;
         self.topics.retain(|_, queues| {
             for name in &removed {
-                changed |= queues.remove(name).is_some();
+                changed |= queues.remove(name);
             }
             for name in &reduced {
                 let Some(qd) = queues.get_mut(name) else {
@@ -382,6 +399,10 @@ impl Registry {
             }
             !queues.is_empty()
         });
+
+        if !removed.is_empty() {
+            self.names.retain(|name| Arc::strong_count(name) > 1);
+        }
 
         let notices = if notify {
             min_changed
@@ -465,7 +486,7 @@ impl Registry {
                 };
                 let mut changed = false;
                 for name in names {
-                    changed |= queues.remove(name).is_some();
+                    changed |= queues.remove(name);
                 }
                 if queues.is_empty() {
                     self.topics.remove(topic);
@@ -483,11 +504,7 @@ impl Registry {
             if !self.brokers.contains_key(&qd.broker_name) {
                 break;
             }
-            let slot = self.topics.entry(topic.to_string()).or_default();
-            if slot.get(&qd.broker_name) != Some(qd) {
-                slot.insert(qd.broker_name.clone(), qd.clone());
-                changed = true;
-            }
+            changed |= self.set_queues(topic, qd);
         }
         changed
     }
@@ -496,10 +513,10 @@ impl Registry {
     pub fn route(&self, topic: &str, acting_master: bool) -> Option<TopicRouteData> {
         let queues = self.topics.get(topic)?;
         let mut route = TopicRouteData {
-            queue_datas: queues.values().cloned().collect(),
+            queue_datas: queues.to_queue_datas(),
             ..Default::default()
         };
-        for name in queues.keys() {
+        for (name, _) in queues.iter() {
             if let Some(bd) = self.brokers.get(name) {
                 route.broker_datas.push(bd.clone());
             }
@@ -525,11 +542,7 @@ impl Registry {
 
     /// Lets clients treat the lowest slave of a master-less group as master, when that group's
     /// queue data is no longer writable.
-    fn rewrite_acting_master(
-        &self,
-        route: &mut TopicRouteData,
-        queues: &BTreeMap<String, QueueData>,
-    ) {
+    fn rewrite_acting_master(&self, route: &mut TopicRouteData, queues: &TopicQueues) {
         let masterless = |bd: &BrokerData| {
             !bd.broker_addrs.is_empty() && !bd.broker_addrs.contains_key(&MASTER_ID)
         };
@@ -575,7 +588,7 @@ impl Registry {
         let mut out: Vec<String> = self
             .topics
             .iter()
-            .filter(|(_, queues)| names.iter().any(|n| queues.contains_key(n)))
+            .filter(|(_, queues)| names.iter().any(|n| queues.contains(n)))
             .map(|(t, _)| t.clone())
             .collect();
         out.sort();
@@ -587,12 +600,7 @@ impl Registry {
         let mut out: Vec<String> = self
             .topics
             .iter()
-            .filter(|(_, queues)| {
-                queues
-                    .values()
-                    .next()
-                    .is_some_and(|qd| pred(qd.topic_sys_flag))
-            })
+            .filter(|(_, queues)| queues.iter().next().is_some_and(|(_, q)| pred(q.sys_flag)))
             .map(|(t, _)| t.clone())
             .collect();
         out.sort();
