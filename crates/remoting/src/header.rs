@@ -43,7 +43,7 @@ struct StrictHeader {
     #[serde(default)]
     code: i32,
     #[serde(default)]
-    language: Option<Value>,
+    language: Option<StrictLanguage>,
     #[serde(default)]
     version: i32,
     #[serde(default)]
@@ -53,7 +53,62 @@ struct StrictHeader {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<std::collections::BTreeMap<String, Value>>,
+    ext_fields: Option<StrictExtFields>,
+}
+
+/// A language given by name or code; an unknown one is no language.
+struct StrictLanguage(Option<LanguageCode>);
+
+impl<'de> serde::Deserialize<'de> for StrictLanguage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = StrictLanguage;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a language name or code")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<StrictLanguage, E> {
+                Ok(StrictLanguage(LanguageCode::from_name(name)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, code: u64) -> Result<StrictLanguage, E> {
+                let code = u8::try_from(code).ok();
+                Ok(StrictLanguage(code.and_then(LanguageCode::from_code)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<StrictLanguage, E> {
+                Ok(StrictLanguage(None))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// Ext fields whose values are all strings or null; anything else takes the lenient path,
+/// which knows how Java renders numbers and booleans there.
+struct StrictExtFields(ExtFields);
+
+impl<'de> serde::Deserialize<'de> for StrictExtFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = StrictExtFields;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<StrictExtFields, A::Error> {
+                let mut ext = ExtFields::new();
+                while let Some((k, v)) = map.next_entry::<String, Option<String>>()? {
+                    if let Some(v) = v {
+                        ext.insert(k, v);
+                    }
+                }
+                Ok(StrictExtFields(ext))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 fn language(value: Option<&Value>) -> Option<LanguageCode> {
@@ -82,26 +137,14 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         return Err(bad("header is not an object"));
     }
     if let Ok(h) = serde_json::from_slice::<StrictHeader>(header) {
-        let ext_fields = match h.ext_fields {
-            None => None,
-            Some(map) => {
-                let mut ext = ExtFields::new();
-                for (k, v) in map {
-                    if let Some(v) = ext_value(&k, v)? {
-                        ext.insert(k, v);
-                    }
-                }
-                Some(ext)
-            }
-        };
         return Ok(RemotingCommand {
             code: h.code,
-            language: language(h.language.as_ref()),
+            language: h.language.and_then(|l| l.0),
             version: h.version,
             opaque: h.opaque,
             flag: h.flag,
             remark: h.remark,
-            ext_fields,
+            ext_fields: h.ext_fields.map(|e| e.0),
             body: None,
             ser_type: SerializeType::Json,
         });

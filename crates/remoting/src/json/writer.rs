@@ -94,11 +94,11 @@ impl JsonWriter {
     pub fn num_key(&mut self, key: i64) -> &mut Self {
         self.separate();
         match self.style {
-            JsonStyle::Fastjson => {
-                let _ = write!(Buf(&mut self.buf), "{key}");
-            }
+            JsonStyle::Fastjson => self.digits(key),
             JsonStyle::Standard => {
-                let _ = write!(Buf(&mut self.buf), "\"{key}\"");
+                self.buf.push(b'"');
+                self.digits(key);
+                self.buf.push(b'"');
             }
         }
         self.buf.push(b':');
@@ -114,8 +114,13 @@ impl JsonWriter {
 
     pub fn int(&mut self, value: i64) -> &mut Self {
         self.before_value();
-        let _ = write!(Buf(&mut self.buf), "{value}");
+        self.digits(value);
         self
+    }
+
+    fn digits(&mut self, value: i64) {
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
     /// A Java `long` that may exceed what JavaScript numbers hold exactly.
@@ -124,7 +129,9 @@ impl JsonWriter {
             && !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&value)
         {
             self.before_value();
-            let _ = write!(Buf(&mut self.buf), "\"{value}\"");
+            self.buf.push(b'"');
+            self.digits(value);
+            self.buf.push(b'"');
             self
         } else {
             self.int(value)
@@ -157,6 +164,15 @@ impl JsonWriter {
     fn write_str(&mut self, s: &str) {
         let standard = self.style == JsonStyle::Standard;
         self.buf.push(b'"');
+        // Names, addresses and header values are nearly always printable ASCII.
+        let plain = |b: &u8| {
+            (0x20..0x7f).contains(b) && !matches!(b, b'"' | b'\\') && !(standard && *b == b'/')
+        };
+        if s.as_bytes().iter().all(plain) {
+            self.buf.extend_from_slice(s.as_bytes());
+            self.buf.push(b'"');
+            return;
+        }
         let mut start = 0;
         for (i, c) in s.char_indices() {
             let escape: Option<&[u8]> = match c {
