@@ -188,6 +188,12 @@ async fn serve_frames<R, W>(
                     }
                 }
                 last_activity = Instant::now();
+                // A large frame (a registration) leaves its buffer behind; brokers send one
+                // every 30 s, and keeping it in between pins megabytes per broker connection.
+                let buffer = frames.read_buffer_mut();
+                if buffer.is_empty() && buffer.capacity() > READ_BUFFER_KEPT {
+                    *buffer = BytesMut::new();
+                }
             }
             Some((response, _permit)) = conn.done.1.recv() => conn.push(&response),
             _ = tokio::time::sleep_until((last_activity + limits.idle).into()) => {
@@ -226,6 +232,8 @@ async fn serve_frames<R, W>(
 
 /// Bytes of answers gathered before they are written even if more requests are waiting.
 const WRITE_BATCH: usize = 64 * 1024;
+/// An idle connection's read buffer larger than this is given back.
+const READ_BUFFER_KEPT: usize = 64 * 1024;
 
 /// An answer from the blocking pool and the permit it was served under.
 type Answer = (RemotingCommand, OwnedSemaphorePermit);

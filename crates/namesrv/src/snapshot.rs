@@ -3,6 +3,7 @@
 //! also after kill -9. Live entries keep their last heartbeat time, so a broker that died while
 //! the server was down still expires on time.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::persist::write_atomically;
-use crate::route::{BrokerAddrKey, BrokerLive, Registry};
+use crate::route::{BrokerAddrKey, BrokerLive, Registry, TopicQueues};
 use crate::state::{now_ms, State};
 
 /// Changes are written at most this often.
@@ -47,12 +48,22 @@ pub fn encode(r: &Registry) -> Vec<u8> {
                     .string_array(names.iter().map(String::as_str));
             }
         });
-        w.key("topics").object(|w| {
-            for (topic, queues) in &r.topics {
-                w.key(topic).array(|w| {
-                    for (name, q) in queues.iter() {
-                        q.to_queue_data(name).write(w);
-                    }
+        // Topics grouped by identical queues: most topics of a cluster share their brokers
+        // and queue counts, so the snapshot (and the time the registry is held to write it)
+        // follows distinct routes rather than topics × brokers.
+        let mut groups: HashMap<&TopicQueues, Vec<&str>> = HashMap::new();
+        for (topic, queues) in &r.topics {
+            groups.entry(queues).or_default().push(topic);
+        }
+        w.key("routes").array(|w| {
+            for (queues, topics) in &groups {
+                w.object(|w| {
+                    w.key("queueDatas").array(|w| {
+                        for (name, q) in queues.iter() {
+                            q.to_queue_data(name).write(w);
+                        }
+                    });
+                    w.key("topics").string_array(topics.iter().copied());
                 });
             }
         });
@@ -144,14 +155,25 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
         r.clusters
             .insert(cluster.clone(), strings(names).into_iter().collect());
     }
-    for (topic, queues) in obj.opt_object("topics").map_err(err)?.into_iter().flatten() {
-        for qd in queues
-            .as_array()
+    let queue_datas = |v: Option<&Value>| -> Result<Vec<QueueData>, String> {
+        v.and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(Value::as_object)
-        {
-            let qd = QueueData::from_object(qd).map_err(err)?;
+            .map(|qd| QueueData::from_object(qd).map_err(err))
+            .collect()
+    };
+    for route in objects(obj, "routes")? {
+        let qds = queue_datas(route.get("queueDatas"))?;
+        for topic in route.get("topics").map(strings).unwrap_or_default() {
+            for qd in &qds {
+                r.set_queues(&topic, qd);
+            }
+        }
+    }
+    // Snapshots written before topics were grouped by route.
+    for (topic, queues) in obj.opt_object("topics").map_err(err)?.into_iter().flatten() {
+        for qd in queue_datas(Some(queues))? {
             r.set_queues(topic, &qd);
         }
     }
@@ -275,4 +297,43 @@ pub fn spawn_writer(
         }
         let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qd(broker: &str, queues: i32) -> QueueData {
+        QueueData {
+            broker_name: broker.into(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: 6,
+            topic_sys_flag: 0,
+        }
+    }
+
+    #[test]
+    fn topics_round_trip_grouped_by_route() {
+        let mut r = Registry::default();
+        for topic in ["a", "b", "c"] {
+            r.set_queues(topic, &qd("b1", 8));
+            r.set_queues(topic, &qd("b2", 8));
+        }
+        r.set_queues("c", &qd("b2", 4));
+        let bytes = encode(&r);
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(text.matches("\"brokerName\":\"b1\"").count(), 2, "{text}");
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.topics, r.topics);
+    }
+
+    #[test]
+    fn reads_snapshots_with_topics_listed_one_by_one() {
+        let legacy = br#"{"topics":{"t":[{"brokerName":"b1","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":8}]}}"#;
+        let back = decode(legacy).unwrap();
+        let mut expected = Registry::default();
+        expected.set_queues("t", &qd("b1", 8));
+        assert_eq!(back.topics, expected.topics);
+    }
 }

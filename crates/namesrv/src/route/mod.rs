@@ -17,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use remoting::body::TopicRouteData;
 use remoting::json::JsonStyle;
 
+pub use queues::TopicQueues;
 pub use registry::{
     BrokerAddrKey, BrokerLive, ConnId, MinIdNotice, RegisterOutcome, RegisterPolicy, Registration,
     Registry, Unregistration,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use remoting::body::QueueData;
 
 /// What a broker group offers for one topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Queues {
     pub read: i32,
     pub write: i32,
@@ -37,7 +37,7 @@ impl Queues {
 }
 
 /// The broker groups serving a topic, ordered by broker name as routes list them.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TopicQueues(Vec<(Arc<str>, Queues)>);
 
 impl TopicQueues {
