@@ -136,7 +136,9 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(bad("header is not an object"));
     }
-    if let Ok(h) = serde_json::from_slice::<StrictHeader>(header) {
+    // UTF-8 checked once, not per string; invalid UTF-8 is left to the lenient reader.
+    let strict = std::str::from_utf8(header).map(serde_json::from_str::<StrictHeader>);
+    if let Ok(Ok(h)) = strict {
         return Ok(RemotingCommand {
             code: h.code,
             language: h.language.and_then(|l| l.0),

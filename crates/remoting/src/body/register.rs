@@ -1,5 +1,5 @@
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 
 use bytes::BufMut;
 use flate2::read::ZlibDecoder;
@@ -119,8 +119,25 @@ impl TopicConfig {
     }
 
     fn decode_line(line: &str) -> Result<Self, BodyError> {
-        let parts: Vec<&str> = line.split(' ').collect();
-        if parts.len() < 5 {
+        // Split by hand: a body carries one line per topic, and a collected split costs more
+        // than the rest of the line's decoding.
+        let mut parts = [""; 6];
+        let mut count = 0;
+        let mut start = 0;
+        for (i, b) in line.bytes().enumerate() {
+            if b == b' ' {
+                if count < parts.len() {
+                    parts[count] = &line[start..i];
+                }
+                count += 1;
+                start = i + 1;
+            }
+        }
+        if count < parts.len() {
+            parts[count] = &line[start..];
+        }
+        count += 1;
+        if count < 5 {
             return Err(BodyError::Format(format!("bad topic config line: {line}")));
         }
         let num = |i: usize| -> Result<i32, BodyError> {
@@ -130,7 +147,7 @@ impl TopicConfig {
         };
         let mut attributes = BTreeMap::new();
         // Attributes whose JSON contains a space were split apart; Java drops them too.
-        if parts.len() == 6 {
+        if count == 6 && parts[5] != "{}" {
             if let Ok(Value::Object(obj)) = parse_value(parts[5].as_bytes()) {
                 for (k, v) in obj {
                     if let Ok(s) = value_as_string(&k, &v) {
@@ -260,22 +277,30 @@ impl<R: Read> Sections<R> {
             .map_err(|_| BodyError::Format("compressed body: negative length".into()))
     }
 
-    fn bytes(&mut self) -> Result<Vec<u8>, BodyError> {
+    /// Reads the next section into `out`.
+    fn bytes_into(&mut self, out: &mut Vec<u8>) -> Result<(), BodyError> {
+        const SMALL: usize = 64 * 1024;
         let len = self.len()?;
-        let mut out = Vec::new();
+        out.clear();
+        if len <= SMALL {
+            out.resize(len, 0);
+            return self.inner.read_exact(out).map_err(|e| self.failure(e));
+        }
+        // A large length is only a claim: memory grows with what really arrives.
         (&mut self.inner)
             .take(len as u64)
-            .read_to_end(&mut out)
+            .read_to_end(out)
             .map_err(|e| self.failure(e))?;
         if out.len() < len {
             return Err(self.failure(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn string(&mut self) -> Result<String, BodyError> {
-        String::from_utf8(self.bytes()?)
-            .map_err(|_| BodyError::Format("compressed body is not UTF-8".into()))
+    fn bytes(&mut self) -> Result<Vec<u8>, BodyError> {
+        let mut out = Vec::new();
+        self.bytes_into(&mut out)?;
+        Ok(out)
     }
 }
 
@@ -334,14 +359,20 @@ impl RegisterBrokerBody {
         max_inflated: usize,
     ) -> Result<Self, BodyError> {
         let mut sections = Sections {
-            inner: ZlibDecoder::new(body).take(max_inflated as u64),
+            // Buffered: the sections are mostly short lines, each a separate read.
+            inner: BufReader::with_capacity(64 * 1024, ZlibDecoder::new(body))
+                .take(max_inflated as u64),
         };
         let data_version = DataVersion::decode(&sections.bytes()?)?;
         let count = sections.len()?;
         // The count is only a claim: capacity grows with the lines that really arrive.
         let mut topic_configs = Vec::with_capacity(count.min(1024));
+        let mut line = Vec::new();
         for _ in 0..count {
-            topic_configs.push(TopicConfig::decode_line(&sections.string()?)?);
+            sections.bytes_into(&mut line)?;
+            let line = std::str::from_utf8(&line)
+                .map_err(|_| BodyError::Format("compressed body is not UTF-8".into()))?;
+            topic_configs.push(TopicConfig::decode_line(line)?);
         }
         let filter_server_list = match parse_value(&sections.bytes()?)? {
             Value::Null => None,

@@ -146,7 +146,7 @@ impl Wrapper {
 
 /// The JSON register body, if it is in the shape Java brokers write.
 pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, BodyError>> {
-    let parsed: Body = serde_json::from_slice(body).ok()?;
+    let parsed: Body = from_text(body)?;
     let wrapper = match parsed.topic_config_serialize_wrapper {
         Some(w) => w.into_wrapper(),
         None => Ok(TopicConfigWrapper {
@@ -165,7 +165,11 @@ pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, Bo
 
 /// The bare wrapper of pre-3.0.11 brokers, if it is in the shape Java writes.
 pub(super) fn wrapper(body: &[u8]) -> Option<Result<TopicConfigWrapper, BodyError>> {
-    serde_json::from_slice::<Wrapper>(body)
-        .ok()
-        .map(Wrapper::into_wrapper)
+    from_text::<Wrapper>(body).map(Wrapper::into_wrapper)
+}
+
+/// Validates UTF-8 once for the whole body: parsing from bytes checks every string again, and
+/// a body has several per topic. Invalid UTF-8 is left to the lenient reader.
+fn from_text<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Option<T> {
+    serde_json::from_str(std::str::from_utf8(body).ok()?).ok()
 }
