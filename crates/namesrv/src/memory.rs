@@ -4,6 +4,8 @@
 
 /// Bodies and snapshots above this size are worth a trim afterwards.
 pub const LARGE_WORK: usize = 4 * 1024 * 1024;
+/// Registered topic tables above this many entries take about as much once decoded.
+pub const LARGE_TABLE: usize = 20_000;
 
 /// Releases free memory when dropped, at the end of a large piece of work.
 pub struct ReleaseOnDrop;

@@ -6,7 +6,7 @@ use remoting::RemotingCommand;
 
 use super::{required, required_i64, success, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::memory::{ReleaseOnDrop, LARGE_WORK};
+use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
 use crate::route::{RegisterOutcome, RegisterPolicy, Registration, Unregistration};
 use crate::state::{now_ms, State};
@@ -38,12 +38,20 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         )
     };
     let compressed = r.ext_bool("compressed").unwrap_or(false);
-    // Declared first, so dropped last: after the decoded body is gone, on every path.
-    let _trim = (compressed || r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
-        .then_some(ReleaseOnDrop);
     let gate = compressed.then(|| state.inflate_gate.lock());
     let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
     drop(gate);
+    // Only large tables are worth a trim (a failed inflation may have been one): ordinary
+    // re-registrations reuse the memory the previous one freed. Dropped after the body, which
+    // the registry consumes.
+    let large = match &body {
+        Ok(b) => {
+            r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK)
+                || b.wrapper.topic_configs.len() > LARGE_TABLE
+        }
+        Err(_) => compressed,
+    };
+    let _trim = large.then_some(ReleaseOnDrop);
     let body = body?;
     let registration = Registration {
         cluster: cluster.to_string(),

@@ -33,8 +33,8 @@ pub struct RouteExtras {
 pub struct RouteTable {
     registry: RwLock<Registry>,
     generation: AtomicU64,
-    standard: DashMap<Box<str>, (u64, Bytes)>,
-    fastjson: DashMap<Box<str>, (u64, Bytes)>,
+    standard: DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>,
+    fastjson: DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>,
     /// Distinct bodies built since the generation it names; older ones live on only in the
     /// cache entries that still hold them.
     distinct: Mutex<(u64, HashSet<Bytes>)>,

@@ -93,7 +93,8 @@ pub struct Unregistration {
 
 #[derive(Default)]
 pub struct Registry {
-    pub topics: HashMap<String, TopicQueues>,
+    /// The largest table, looked up once per topic of every registration: a fast keyed hash.
+    pub topics: foldhash::HashMap<String, TopicQueues>,
     pub brokers: HashMap<String, BrokerData>,
     pub clusters: HashMap<String, BTreeSet<String>>,
     pub live: HashMap<BrokerAddrKey, BrokerLive>,
@@ -141,8 +142,19 @@ impl Registry {
     /// Sets a broker group's queues of a topic; returns whether anything changed.
     pub fn set_queues(&mut self, topic: &str, qd: &QueueData) -> bool {
         let name = self.shared_name(&qd.broker_name);
-        let slot = self.topics.entry(topic.to_string()).or_default();
-        slot.set(&name, Queues::of(qd))
+        self.set_topic_queues(topic, &name, Queues::of(qd))
+    }
+
+    fn set_topic_queues(&mut self, topic: &str, broker_name: &Arc<str>, queues: Queues) -> bool {
+        // Looked up by reference first: re-registrations mostly touch known topics, and an
+        // owned key for each would cost an allocation per topic.
+        if let Some(slot) = self.topics.get_mut(topic) {
+            return slot.set(broker_name, queues);
+        }
+        let mut slot = TopicQueues::default();
+        slot.set(broker_name, queues);
+        self.topics.insert(topic.to_string(), slot);
+        true
     }
 
     /// Registers a broker. Returns the outcome and whether anything a route shows changed.
@@ -225,19 +237,21 @@ impl Registry {
                 let Some(topic) = tc.topic_name.as_deref() else {
                     continue;
                 };
-                let missing = self
-                    .topics
-                    .get(topic)
-                    .is_none_or(|m| !m.contains(broker_name));
-                if !(register_first || version_changed || missing) {
+                // An unchanged broker only adds topics it is missing from.
+                let unchanged = !(register_first || version_changed);
+                if unchanged
+                    && self
+                        .topics
+                        .get(topic)
+                        .is_some_and(|m| m.contains(broker_name))
+                {
                     continue;
                 }
                 let mut perm = tc.perm;
                 if is_prime_slave && acting_master {
                     perm &= !PERM_WRITE;
                 }
-                let slot = self.topics.entry(topic.to_string()).or_default();
-                changed |= slot.set(&name, queues(tc, perm));
+                changed |= self.set_topic_queues(topic, &name, queues(tc, perm));
             }
             if version_changed || register_first {
                 for (topic, info) in &wrapper.mapping_info {
