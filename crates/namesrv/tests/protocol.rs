@@ -280,6 +280,13 @@ async fn topic_lists_and_topic_changes() {
     )
     .await;
     assert!(topics(&unit_sub).is_empty());
+    // The full list follows every change since it was first asked for.
+    let all = call(
+        &client,
+        RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+    )
+    .await;
+    assert_eq!(topics(&all), ["A1", "B1", "Single"]);
     let bad = RemotingCommand::request(request::REGISTER_TOPIC_IN_NAMESRV)
         .with_ext("topic", "X")
         .with_body(b"{broken".to_vec());

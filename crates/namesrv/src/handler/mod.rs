@@ -33,8 +33,8 @@ pub struct Origin {
     pub conn: ConnId,
 }
 
-/// Whether the request may block (disk writes, large bodies) and so must not run on the
-/// connection's reader.
+/// Whether the request may block (disk writes, large bodies, walks over every topic) and so
+/// must not run on the connection's reader, where it would delay route lookups.
 pub fn may_block(code: i32) -> bool {
     matches!(
         code,
@@ -42,6 +42,13 @@ pub fn may_block(code: i32) -> bool {
             | req::DELETE_KV_CONFIG
             | req::REGISTER_BROKER
             | req::UPDATE_NAMESRV_CONFIG
+            | req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | req::GET_TOPICS_BY_CLUSTER
+            | req::GET_UNIT_TOPIC_LIST
+            | req::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | req::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | req::WIPE_WRITE_PERM_OF_BROKER
+            | req::ADD_WRITE_PERM_OF_BROKER
     )
 }
 

@@ -30,11 +30,7 @@ fn gate(open: bool) -> Result<(), Failure> {
 
 pub fn all(state: &State, r: &RemotingCommand) -> Reply {
     gate(state.settings.read().server.enable_all_topic_list)?;
-    let mut topics: Vec<String> = state
-        .routes
-        .read(|reg| reg.topics.keys().cloned().collect());
-    topics.sort_unstable();
-    list_reply(r, topics, None)
+    Ok(success(r).with_body(state.routes.all_topics_body()))
 }
 
 pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use remoting::body::TopicRouteData;
+use remoting::body::{TopicList, TopicRouteData};
 use remoting::json::JsonStyle;
 
 pub use queues::TopicQueues;
@@ -38,6 +38,9 @@ pub struct RouteTable {
     /// Distinct bodies built since the generation it names; older ones live on only in the
     /// cache entries that still hold them.
     distinct: Mutex<(u64, HashSet<Bytes>)>,
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body and its generation: consoles poll it, and at
+    /// 100k+ topics building it (copy, sort, encode) costs tens of milliseconds.
+    all_topics: Mutex<Option<(u64, Bytes)>>,
 }
 
 impl RouteTable {
@@ -103,6 +106,28 @@ impl RouteTable {
                 None
             }
         }
+    }
+
+    /// The encoded list of every topic, sorted; rebuilt only after a change. Concurrent
+    /// requests wait for one build rather than each making their own.
+    pub fn all_topics_body(&self) -> Bytes {
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut cached = self.all_topics.lock();
+        if let Some((built, body)) = &*cached {
+            if *built == generation {
+                return body.clone();
+            }
+        }
+        // Copied out so that registrations are not held up by the sort and encoding.
+        let mut topics: Vec<String> = self.read(|reg| reg.topics.keys().cloned().collect());
+        topics.sort_unstable();
+        let list = TopicList {
+            topic_list: topics,
+            broker_addr: None,
+        };
+        let body = Bytes::from(list.encode());
+        *cached = Some((generation, body.clone()));
+        body
     }
 
     /// The one copy of `encoded` among bodies built since `generation`. Exactly sized: the
