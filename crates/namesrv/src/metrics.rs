@@ -53,6 +53,7 @@ pub struct Metrics {
     latency: Family<CodeLabel, Histogram>,
     connections: Gauge,
     registrations: Counter,
+    repeat_registrations: Counter,
     unregistrations: Counter,
     expirations: Counter,
     kv_writes: Counter,
@@ -78,6 +79,7 @@ impl Default for Metrics {
             latency,
             connections: Gauge::default(),
             registrations: Counter::default(),
+            repeat_registrations: Counter::default(),
             unregistrations: Counter::default(),
             expirations: Counter::default(),
             kv_writes: Counter::default(),
@@ -102,6 +104,11 @@ impl Default for Metrics {
             "broker_registrations",
             "REGISTER_BROKER requests applied",
             m.registrations.clone(),
+        );
+        registry.register(
+            "broker_repeat_registrations",
+            "REGISTER_BROKER requests identical to the broker's previous one, applied without decoding",
+            m.repeat_registrations.clone(),
         );
         registry.register(
             "broker_unregistrations",
@@ -152,8 +159,11 @@ impl Metrics {
         self.connections.dec();
     }
 
-    pub fn registered(&self) {
+    pub fn registered(&self, repeat: bool) {
         self.registrations.inc();
+        if repeat {
+            self.repeat_registrations.inc();
+        }
     }
 
     pub fn unregistered(&self, count: usize) {

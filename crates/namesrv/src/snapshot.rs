@@ -197,6 +197,7 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
                     .map_err(err)?
                     .unwrap_or_default(),
                 version: live.i32_or("version", 0).map_err(err)?,
+                last_registration: None,
             },
         );
     }

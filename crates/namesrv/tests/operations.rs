@@ -1,12 +1,12 @@
 //! Warm restart from the route snapshot, and the HTTP port: probes, metrics, address list and
-//! the status page.
+//! the status page; repeated registrations as the metrics show them.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use remoting::codes::response;
+use remoting::codes::{request, response};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -167,4 +167,50 @@ async fn configured_address_list_and_status_page() {
         missing.contains("&lt;script&gt;"),
         "topic names are escaped"
     );
+}
+
+/// Brokers repeat their whole registration every 30 s: an identical one is applied without
+/// decoding, but only while nothing changed since; a topic an admin deleted comes back.
+#[tokio::test]
+async fn repeated_registrations_skip_decoding_but_restore_deleted_topics() {
+    let server = Server::start();
+    let http = server.http.clone().expect("HTTP port announced");
+    let client = server.client().await;
+    let broker = Broker::new("c", "b", 0, "127.0.0.1:10911");
+    let repeats = || async {
+        let (_, metrics) = get(&http, "/metrics").await;
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("namesrv_broker_repeat_registrations_total "))
+            .map(|n| n.trim().to_string())
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            broker.register(&client, &BASE_TOPICS, 1).await.code,
+            response::SUCCESS
+        );
+    }
+    assert_eq!(repeats().await.as_deref(), Some("2"));
+
+    let delete =
+        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "TopicTest");
+    assert_eq!(call(&client, delete).await.code, response::SUCCESS);
+    assert_eq!(
+        call(&client, route_request("TopicTest", 479)).await.code,
+        response::TOPIC_NOT_EXIST
+    );
+    broker.register(&client, &BASE_TOPICS, 1).await;
+    assert_eq!(
+        call(&client, route_request("TopicTest", 479)).await.code,
+        response::SUCCESS,
+        "the unchanged registration restores what was deleted since"
+    );
+    assert_eq!(repeats().await.as_deref(), Some("2"), "not a repeat");
+
+    // The same content with another header value is not a repeat either.
+    let mut moved = broker.register_request(&BASE_TOPICS, dv(1, 0));
+    moved = moved.with_ext("haServerAddr", "127.0.0.1:20000");
+    assert_eq!(call(&client, moved).await.code, response::SUCCESS);
+    broker.register(&client, &BASE_TOPICS, 1).await;
+    assert_eq!(repeats().await.as_deref(), Some("2"));
 }

@@ -603,3 +603,44 @@ async fn min_broker_id_change_is_notified_to_the_other_members() {
     assert_eq!(notice.ext("minBrokerAddr"), Some(MASTER));
     assert_eq!(notice.ext("haBrokerAddr"), Some(master.ha_addr().as_str()));
 }
+
+/// Cluster info is served from a cached body: every change it shows must reach the next
+/// answer, including a known broker group joining a second cluster.
+#[tokio::test]
+async fn cluster_info_follows_every_change() {
+    let server = Server::start();
+    let client = server.client().await;
+    let info = || async {
+        let resp = call(
+            &client,
+            RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+        )
+        .await;
+        ClusterInfo::decode(resp.body.as_deref().unwrap()).unwrap()
+    };
+    Broker::new("c1", "b", 0, MASTER)
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    assert!(info().await.cluster_addr_table["c1"].contains("b"));
+    // The same member under another cluster name changes only the cluster table.
+    Broker::new("c2", "b", 0, MASTER)
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    let both = info().await;
+    assert!(both.cluster_addr_table["c2"].contains("b"), "{both:?}");
+    Broker::new("c1", "b", 1, SLAVE)
+        .register(&client, &BASE_TOPICS, 1)
+        .await;
+    assert_eq!(info().await.broker_addr_table["b"].broker_addrs.len(), 2);
+    call(
+        &client,
+        Broker::new("c1", "b", 1, SLAVE).unregister_request(),
+    )
+    .await;
+    eventually(
+        "slave gone from cluster info",
+        Duration::from_secs(2),
+        || async { info().await.broker_addr_table["b"].broker_addrs.len() == 1 },
+    )
+    .await;
+}

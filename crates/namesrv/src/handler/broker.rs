@@ -3,12 +3,15 @@
 
 use remoting::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
 use remoting::RemotingCommand;
+use xxhash_rust::xxh3::Xxh3;
 
 use super::{required, required_i64, success, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
-use crate::route::{RegisterOutcome, RegisterPolicy, Registration, Unregistration};
+use crate::route::{
+    Fingerprint, RegisterOutcome, RegisterPolicy, Registration, RepeatRegistration, Unregistration,
+};
 use crate::state::{now_ms, State};
 
 pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
@@ -37,6 +40,21 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             inflate_limit(s.server.max_frame_length),
         )
     };
+    let fingerprint = fingerprint(r);
+    let repeat = RepeatRegistration {
+        cluster: cluster.to_string(),
+        broker_addr: broker_addr.to_string(),
+        broker_name: broker_name.to_string(),
+        broker_id,
+        conn: origin.conn,
+        now_ms: now_ms(),
+    };
+    // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
+    // registration is not decoded again.
+    if let Some(outcome) = state.routes.repeat(&repeat, fingerprint) {
+        state.metrics.registered(true);
+        return Ok(registered(state, r, outcome, return_order_conf));
+    }
     let compressed = r.ext_bool("compressed").unwrap_or(false);
     let gate = compressed.then(|| state.inflate_gate.lock());
     let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
@@ -54,9 +72,9 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     let _trim = large.then_some(ReleaseOnDrop);
     let body = body?;
     let registration = Registration {
-        cluster: cluster.to_string(),
-        broker_addr: broker_addr.to_string(),
-        broker_name: broker_name.to_string(),
+        cluster: repeat.cluster,
+        broker_addr: repeat.broker_addr,
+        broker_name: repeat.broker_name,
         broker_id,
         ha_server_addr: r.ext("haServerAddr").unwrap_or_default().to_string(),
         zone_name: r.ext("__ZONE_NAME").map(String::from),
@@ -65,19 +83,45 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         body,
         conn: origin.conn,
         version: r.version,
-        now_ms: now_ms(),
+        now_ms: repeat.now_ms,
     };
-    let (outcome, notice) = state.routes.write(|reg| {
-        let (outcome, changed, notice) = reg.register(registration, policy);
-        ((outcome, notice), changed)
-    });
-    state.metrics.registered();
+    let (outcome, notice) = state.routes.register(registration, policy, fingerprint);
+    state.metrics.registered(false);
     if let Some(notice) = notice {
         notify::min_broker_id_changed(notice);
     }
+    Ok(registered(state, r, outcome, return_order_conf))
+}
+
+/// What identifies a registration: its protocol version, every header field and the body.
+fn fingerprint(r: &RemotingCommand) -> Fingerprint {
+    let mut h = Xxh3::new();
+    h.update(&r.version.to_le_bytes());
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    for (k, v) in r.ext_fields.iter().flatten() {
+        field(k.as_bytes());
+        field(v.as_bytes());
+    }
+    match r.body.as_deref() {
+        Some(body) => field(body),
+        None => h.update(b"no body"),
+    }
+    h.digest128()
+}
+
+/// The answer to an accepted registration.
+fn registered(
+    state: &State,
+    r: &RemotingCommand,
+    outcome: RegisterOutcome,
+    return_order_conf: bool,
+) -> RemotingCommand {
     let mut response = success(r).with_empty_ext();
     match outcome {
-        RegisterOutcome::Refused => return Ok(response.into_error("register broker failed")),
+        RegisterOutcome::Refused => return response.into_error("register broker failed"),
         RegisterOutcome::Stale => {}
         RegisterOutcome::Registered {
             master_addr,
@@ -96,7 +140,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             response = response.with_body(KvTable { table }.encode());
         }
     }
-    Ok(response)
+    response
 }
 
 /// Compressed bodies may inflate to a few times the largest frame (real ones compress about

@@ -75,6 +75,5 @@ fn filter_zone(route: &mut TopicRouteData, zone: &str) {
 }
 
 pub fn cluster_info(state: &State, r: &RemotingCommand) -> Reply {
-    let body = state.routes.read(|reg| reg.cluster_info()).encode();
-    Ok(success(r).with_body(body))
+    Ok(success(r).with_body(state.routes.cluster_info_body()))
 }

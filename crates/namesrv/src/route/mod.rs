@@ -19,8 +19,8 @@ use remoting::json::JsonStyle;
 
 pub use queues::TopicQueues;
 pub use registry::{
-    BrokerAddrKey, BrokerLive, ConnId, MinIdNotice, RegisterOutcome, RegisterPolicy, Registration,
-    Registry, Unregistration,
+    BrokerAddrKey, BrokerLive, ConnId, Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy,
+    Registration, Registry, RepeatRegistration, Unregistration,
 };
 
 /// What a route depends on besides the registry.
@@ -38,9 +38,30 @@ pub struct RouteTable {
     /// Distinct bodies built since the generation it names; older ones live on only in the
     /// cache entries that still hold them.
     distinct: Mutex<(u64, HashSet<Bytes>)>,
-    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body and its generation: consoles poll it, and at
-    /// 100k+ topics building it (copy, sort, encode) costs tens of milliseconds.
-    all_topics: Mutex<Option<(u64, Bytes)>>,
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body: consoles poll it, and at 100k+ topics
+    /// building it (copy, sort, encode) costs tens of milliseconds.
+    all_topics: Built,
+    /// GET_BROKER_CLUSTER_INFO's body: every broker polls it.
+    cluster_info: Built,
+}
+
+/// A body built from the whole registry, kept with the generation it was built at.
+/// Concurrent requests wait for one build rather than each making their own.
+#[derive(Default)]
+struct Built(Mutex<Option<(u64, Bytes)>>);
+
+impl Built {
+    fn get(&self, generation: u64, build: impl FnOnce() -> Bytes) -> Bytes {
+        let mut cached = self.0.lock();
+        match &*cached {
+            Some((built, body)) if *built == generation => body.clone(),
+            _ => {
+                let body = build();
+                *cached = Some((generation, body.clone()));
+                body
+            }
+        }
+    }
 }
 
 impl RouteTable {
@@ -57,6 +78,37 @@ impl RouteTable {
             self.invalidate();
         }
         result
+    }
+
+    /// Registers a broker, remembering the registration's fingerprint for `repeat`.
+    pub fn register(
+        &self,
+        reg: Registration,
+        policy: RegisterPolicy,
+        fingerprint: Fingerprint,
+    ) -> (RegisterOutcome, Option<MinIdNotice>) {
+        let (cluster, addr) = (reg.cluster.clone(), reg.broker_addr.clone());
+        let mut registry = self.registry.write();
+        let (outcome, changed, notice) = registry.register(reg, policy);
+        if changed {
+            self.invalidate();
+        }
+        if matches!(outcome, RegisterOutcome::Registered { .. }) {
+            // Read under the same lock: any later change to the routes moves it on.
+            registry.remember(&cluster, &addr, fingerprint, self.generation());
+        }
+        (outcome, notice)
+    }
+
+    /// Applies a registration that repeats the broker's previous one while the routes have
+    /// not changed since; `None` if it must take the full path.
+    pub fn repeat(
+        &self,
+        reg: &RepeatRegistration,
+        fingerprint: Fingerprint,
+    ) -> Option<RegisterOutcome> {
+        let mut registry = self.registry.write();
+        registry.repeat(reg, fingerprint, self.generation())
     }
 
     pub fn with_registry(registry: Registry) -> Self {
@@ -108,26 +160,25 @@ impl RouteTable {
         }
     }
 
-    /// The encoded list of every topic, sorted; rebuilt only after a change. Concurrent
-    /// requests wait for one build rather than each making their own.
+    /// The encoded list of every topic, sorted; rebuilt only after a change.
     pub fn all_topics_body(&self) -> Bytes {
-        let generation = self.generation.load(Ordering::Acquire);
-        let mut cached = self.all_topics.lock();
-        if let Some((built, body)) = &*cached {
-            if *built == generation {
-                return body.clone();
-            }
-        }
-        // Copied out so that registrations are not held up by the sort and encoding.
-        let mut topics: Vec<String> = self.read(|reg| reg.topics.keys().cloned().collect());
-        topics.sort_unstable();
-        let list = TopicList {
-            topic_list: topics,
-            broker_addr: None,
-        };
-        let body = Bytes::from(list.encode());
-        *cached = Some((generation, body.clone()));
-        body
+        self.all_topics.get(self.generation(), || {
+            // Copied out so that registrations are not held up by the sort and encoding.
+            let mut topics: Vec<String> = self.read(|reg| reg.topics.keys().cloned().collect());
+            topics.sort_unstable();
+            let list = TopicList {
+                topic_list: topics,
+                broker_addr: None,
+            };
+            Bytes::from(list.encode())
+        })
+    }
+
+    /// The encoded cluster table; rebuilt only after a change.
+    pub fn cluster_info_body(&self) -> Bytes {
+        self.cluster_info.get(self.generation(), || {
+            Bytes::from(self.read(|reg| reg.cluster_info()).encode())
+        })
     }
 
     /// The one copy of `encoded` among bodies built since `generation`. Exactly sized: the

@@ -35,6 +35,21 @@ pub struct BrokerLive {
     pub ha_server_addr: String,
     /// The broker's protocol version (`MQVersion` ordinal) at its last registration.
     pub version: i32,
+    /// The fingerprint of its last full registration and the route generation right after it.
+    pub last_registration: Option<(Fingerprint, u64)>,
+}
+
+/// Identifies a registration's content (headers and body).
+pub type Fingerprint = u128;
+
+/// Who sends a registration, for the repeat check.
+pub struct RepeatRegistration {
+    pub cluster: String,
+    pub broker_addr: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub conn: ConnId,
+    pub now_ms: i64,
 }
 
 pub struct Registration {
@@ -174,7 +189,9 @@ impl Registry {
         let addr_key = key(cluster, broker_addr);
         let name = self.shared_name(broker_name);
 
-        self.clusters
+        // Cluster membership shows in cluster info, which is cached like routes.
+        let joined_cluster = self
+            .clusters
             .entry(cluster.clone())
             .or_default()
             .insert(broker_name.clone());
@@ -202,14 +219,14 @@ impl Registry {
                 .get(&key(cluster, holder))
                 .map(|l| l.data_version.state_version);
             if holder_state.is_some_and(|s| s > wrapper.data_version.state_version) {
-                let changed = *bd != before;
+                let changed = *bd != before || joined_cluster;
                 self.live.remove(&addr_key);
                 return (RegisterOutcome::Stale, changed, None);
             }
         }
 
         if !bd.broker_addrs.contains_key(broker_id) && wrapper.topic_configs.len() == 1 {
-            let changed = *bd != before;
+            let changed = *bd != before || joined_cluster;
             return (RegisterOutcome::Refused, changed, None);
         }
 
@@ -219,7 +236,7 @@ impl Registry {
         let min_id = bd.broker_addrs.keys().next().copied();
         let is_prime_slave = !old_version && !is_master && min_id == Some(*broker_id);
         let acting_master = bd.enable_acting_master;
-        let mut changed = *bd != before;
+        let mut changed = *bd != before || joined_cluster;
 
         let prev_version = self.live.get(&addr_key).map(|l| l.data_version);
         let version_changed = prev_version != Some(wrapper.data_version);
@@ -276,6 +293,7 @@ impl Registry {
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
                 version: reg.version,
+                last_registration: None,
             },
         );
 
@@ -288,17 +306,8 @@ impl Registry {
             changed |= prev.as_ref() != Some(list) && !(prev.is_none() && list.is_empty());
         }
 
+        let outcome = self.registered(cluster, broker_name, *broker_id);
         let bd = &self.brokers[broker_name.as_str()];
-        let mut outcome_master = None;
-        let mut outcome_ha = None;
-        if *broker_id != MASTER_ID {
-            if let Some(master) = bd.broker_addrs.get(&MASTER_ID) {
-                if let Some(live) = self.live.get(&key(cluster, master)) {
-                    outcome_master = Some(master.clone());
-                    outcome_ha = Some(live.ha_server_addr.clone());
-                }
-            }
-        }
 
         let notice = (min_id_changed && policy.notify_min_id).then(|| {
             let (min_id, min_addr) = bd
@@ -325,14 +334,56 @@ impl Registry {
             }
         });
 
-        (
-            RegisterOutcome::Registered {
-                master_addr: outcome_master,
-                ha_server_addr: outcome_ha,
-            },
-            changed,
-            notice,
-        )
+        (outcome, changed, notice)
+    }
+
+    /// A registered broker's answer: a slave learns its live master and its HA address.
+    fn registered(&self, cluster: &str, broker_name: &str, broker_id: i64) -> RegisterOutcome {
+        let master = (broker_id != MASTER_ID)
+            .then(|| self.brokers.get(broker_name)?.broker_addrs.get(&MASTER_ID))
+            .flatten()
+            .and_then(|master| Some((master, self.live.get(&key(cluster, master))?)));
+        RegisterOutcome::Registered {
+            master_addr: master.map(|(addr, _)| addr.clone()),
+            ha_server_addr: master.map(|(_, live)| live.ha_server_addr.clone()),
+        }
+    }
+
+    /// Applies a registration identical to the broker's last full one, made while nothing a
+    /// route shows has changed (`generation`): the full path would change nothing, so only its
+    /// liveness and connection are refreshed. `None` sends it down the full path.
+    pub fn repeat(
+        &mut self,
+        reg: &RepeatRegistration,
+        fingerprint: Fingerprint,
+        generation: u64,
+    ) -> Option<RegisterOutcome> {
+        let group = self.brokers.get(&reg.broker_name)?;
+        if group.cluster != reg.cluster
+            || group.broker_addrs.get(&reg.broker_id) != Some(&reg.broker_addr)
+        {
+            return None;
+        }
+        let live = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr))?;
+        if live.last_registration != Some((fingerprint, generation)) {
+            return None;
+        }
+        live.last_update_ms = reg.now_ms;
+        live.conn = reg.conn;
+        Some(self.registered(&reg.cluster, &reg.broker_name, reg.broker_id))
+    }
+
+    /// Remembers a full registration's fingerprint and the generation it left the routes at.
+    pub fn remember(
+        &mut self,
+        cluster: &str,
+        broker_addr: &str,
+        fingerprint: Fingerprint,
+        generation: u64,
+    ) {
+        if let Some(live) = self.live.get_mut(&key(cluster, broker_addr)) {
+            live.last_registration = Some((fingerprint, generation));
+        }
     }
 
     /// Removes `broker_name`'s queue data from every topic matching `which`; drops emptied
