@@ -150,7 +150,7 @@ pub async fn get_namesrv_config(ns: &Namesrvs) -> Report {
         };
         let config = reply.and_then(|r| {
             r.decode("config", |body| {
-                java_properties::read(body).map_err(|e| e.to_string())
+                remoting::properties::parse(body).map_err(|e| e.to_string())
             })
         });
         match config {

@@ -176,7 +176,7 @@ pub enum ConfigError {
 
 /// Parses Java `.properties` text.
 pub fn parse_properties(text: &[u8]) -> Result<Vec<(String, String)>, ConfigError> {
-    crate::properties::parse(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    remoting::properties::parse(text).map_err(|e| ConfigError::Parse(e.to_string()))
 }
 
 impl Settings {

@@ -18,7 +18,6 @@ pub mod memory;
 mod metrics;
 mod notify;
 mod persist;
-mod properties;
 mod proxy;
 pub mod route;
 mod server;

@@ -17,6 +17,7 @@ pub mod error;
 pub mod frame;
 pub mod header;
 pub mod json;
+pub mod properties;
 
 pub use command::{ExtFields, RemotingCommand, SerializeType};
 

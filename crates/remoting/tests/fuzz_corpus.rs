@@ -35,7 +35,7 @@ static ALLOCATOR: LargestAllocation = LargestAllocation;
 
 /// Nothing may allocate more than a small multiple of its input, beyond a fixed allowance:
 /// inflating may double its buffer once past the bound before noticing, and the properties
-/// reader (the `java-properties` crate) starts with a fixed buffer of a few hundred KB.
+/// check also builds and lists the server's whole configuration.
 fn allocation_limit(target: &str, input_len: usize) -> usize {
     let allowance = match target {
         "register_compressed" => 2 * checks::INFLATE_CAP,
