@@ -58,11 +58,13 @@ async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListe
 }
 
 /// Starts serving with `settings`, calls `on_ready` with the bound addresses once the
-/// listeners accept, and runs until `shutdown` completes.
+/// listeners accept, and runs until `shutdown` completes; `hurry` completing cuts the graceful
+/// wait short (an operator's second Ctrl-C).
 pub async fn run(
     settings: Settings,
     on_ready: impl FnOnce(Endpoints),
     shutdown: impl Future<Output = ()>,
+    hurry: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let server = &settings.server;
     if server.enable_controller_in_namesrv {
@@ -164,7 +166,10 @@ pub async fn run(
     if graceful {
         info!("shutting down gracefully: answering GO_AWAY for {wait:?}");
         state.shutting_down.store(true, Ordering::Release);
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = hurry => info!("asked again: not waiting any longer"),
+        }
     }
     info!("shutting down");
     stop.cancel();

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
             return ExitCode::from(255);
         }
     };
+    let signals = runtime.block_on(count_signals());
     let result = runtime.block_on(namesrv::run(
         settings,
         |endpoints| {
@@ -75,7 +76,8 @@ fn main() -> ExitCode {
             tracing::info!("{line}");
             println!("{line}");
         },
-        shutdown_signal(),
+        nth_signal(signals.clone(), 1),
+        nth_signal(signals, 2),
     ));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -135,11 +137,25 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
     guard
 }
 
-async fn shutdown_signal() {
+/// Counts SIGTERM and SIGINT from now on: the first shuts the server down, a second cuts the
+/// graceful wait short.
+async fn count_signals() -> tokio::sync::watch::Receiver<u32> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
+    let (count, counted) = tokio::sync::watch::channel(0);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            count.send_modify(|n| *n += 1);
+        }
+    });
+    counted
+}
+
+async fn nth_signal(mut counted: tokio::sync::watch::Receiver<u32>, n: u32) {
+    let _ = counted.wait_for(|count| *count >= n).await;
 }

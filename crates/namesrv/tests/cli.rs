@@ -97,3 +97,27 @@ async fn graceful_shutdown_sends_newer_clients_away_first() {
     assert!(server.terminate().success());
     assert!(started.elapsed() < std::time::Duration::from_secs(4));
 }
+
+#[tokio::test]
+async fn a_second_signal_cuts_the_graceful_wait_short() {
+    let mut server =
+        Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=60");
+    let client = server.client().await;
+    let pid = server.pid().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    eventually(
+        "GO_AWAY during the shutdown wait",
+        std::time::Duration::from_secs(2),
+        || async {
+            call(&client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
+        },
+    )
+    .await;
+    let started = std::time::Instant::now();
+    assert!(server.terminate().success(), "a second SIGTERM");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "exited {:?} after the second signal",
+        started.elapsed()
+    );
+}

@@ -25,6 +25,7 @@ fn start_our_server() -> (SocketAddr, tempfile::TempDir) {
                 settings,
                 move |endpoints| ready.send(endpoints.remoting).unwrap(),
                 std::future::pending(),
+                std::future::pending(),
             ))
             .unwrap();
     });
