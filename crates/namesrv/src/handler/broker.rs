@@ -10,7 +10,7 @@ use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
 use crate::route::{
-    Fingerprint, RegisterOutcome, RegisterPolicy, Registration, RepeatRegistration, Unregistration,
+    Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, Unregistration,
 };
 use crate::state::{now_ms, State};
 
@@ -41,7 +41,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         )
     };
     let fingerprint = fingerprint(r);
-    let repeat = RepeatRegistration {
+    let from = Registrant {
         cluster: cluster.to_string(),
         broker_addr: broker_addr.to_string(),
         broker_name: broker_name.to_string(),
@@ -51,7 +51,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     };
     // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
     // registration is not decoded again.
-    if let Some(outcome) = state.routes.repeat(&repeat, fingerprint) {
+    if let Some(outcome) = state.routes.repeat(&from, fingerprint) {
         state.metrics.registered(true);
         return Ok(registered(state, r, outcome, return_order_conf));
     }
@@ -72,18 +72,13 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     let _trim = large.then_some(ReleaseOnDrop);
     let body = body?;
     let registration = Registration {
-        cluster: repeat.cluster,
-        broker_addr: repeat.broker_addr,
-        broker_name: repeat.broker_name,
-        broker_id,
+        from,
         ha_server_addr: r.ext("haServerAddr").unwrap_or_default().to_string(),
         zone_name: r.ext("__ZONE_NAME").map(String::from),
         timeout_ms: r.ext_i64("heartbeatTimeoutMillis"),
         enable_acting_master: r.ext_bool("enableActingMaster"),
         body,
-        conn: origin.conn,
         version: r.version,
-        now_ms: repeat.now_ms,
     };
     let (outcome, notice) = state.routes.register(registration, policy, fingerprint);
     state.metrics.registered(false);

@@ -20,7 +20,7 @@ use remoting::json::JsonStyle;
 pub use queues::TopicQueues;
 pub use registry::{
     BrokerAddrKey, BrokerLive, ConnId, Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy,
-    Registration, Registry, RepeatRegistration, Unregistration,
+    Registrant, Registration, Registry, Unregistration,
 };
 
 /// What a route depends on besides the registry.
@@ -87,7 +87,7 @@ impl RouteTable {
         policy: RegisterPolicy,
         fingerprint: Fingerprint,
     ) -> (RegisterOutcome, Option<MinIdNotice>) {
-        let (cluster, addr) = (reg.cluster.clone(), reg.broker_addr.clone());
+        let (cluster, addr) = (reg.from.cluster.clone(), reg.from.broker_addr.clone());
         let mut registry = self.registry.write();
         let (outcome, changed, notice) = registry.register(reg, policy);
         if changed {
@@ -102,11 +102,7 @@ impl RouteTable {
 
     /// Applies a registration that repeats the broker's previous one while the routes have
     /// not changed since; `None` if it must take the full path.
-    pub fn repeat(
-        &self,
-        reg: &RepeatRegistration,
-        fingerprint: Fingerprint,
-    ) -> Option<RegisterOutcome> {
+    pub fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
         let mut registry = self.registry.write();
         registry.repeat(reg, fingerprint, self.generation())
     }

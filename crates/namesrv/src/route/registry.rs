@@ -42,8 +42,8 @@ pub struct BrokerLive {
 /// Identifies a registration's content (headers and body).
 pub type Fingerprint = u128;
 
-/// Who sends a registration, for the repeat check.
-pub struct RepeatRegistration {
+/// Who sends a registration, on which connection and when.
+pub struct Registrant {
     pub cluster: String,
     pub broker_addr: String,
     pub broker_name: String,
@@ -53,19 +53,14 @@ pub struct RepeatRegistration {
 }
 
 pub struct Registration {
-    pub cluster: String,
-    pub broker_addr: String,
-    pub broker_name: String,
-    pub broker_id: i64,
+    pub from: Registrant,
     pub ha_server_addr: String,
     pub zone_name: Option<String>,
     pub timeout_ms: Option<i64>,
     /// `None` marks a 4.x broker, which does not send the field.
     pub enable_acting_master: Option<bool>,
     pub body: RegisterBrokerBody,
-    pub conn: ConnId,
     pub version: i32,
-    pub now_ms: i64,
 }
 
 /// Config switches that change how a registration is applied.
@@ -178,13 +173,13 @@ impl Registry {
         reg: Registration,
         policy: RegisterPolicy,
     ) -> (RegisterOutcome, bool, Option<MinIdNotice>) {
-        let Registration {
+        let Registrant {
             cluster,
             broker_addr,
             broker_name,
             broker_id,
             ..
-        } = &reg;
+        } = &reg.from;
         let wrapper = &reg.body.wrapper;
         let addr_key = key(cluster, broker_addr);
         let name = self.shared_name(broker_name);
@@ -287,10 +282,10 @@ impl Registry {
         self.live.insert(
             addr_key.clone(),
             BrokerLive {
-                last_update_ms: reg.now_ms,
+                last_update_ms: reg.from.now_ms,
                 timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_BROKER_TIMEOUT_MS),
                 data_version: wrapper.data_version,
-                conn: reg.conn,
+                conn: reg.from.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
                 version: reg.version,
                 last_registration: None,
@@ -354,7 +349,7 @@ impl Registry {
     /// liveness and connection are refreshed. `None` sends it down the full path.
     pub fn repeat(
         &mut self,
-        reg: &RepeatRegistration,
+        reg: &Registrant,
         fingerprint: Fingerprint,
         generation: u64,
     ) -> Option<RegisterOutcome> {
