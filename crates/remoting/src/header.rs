@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::codes::LanguageCode;
 use crate::command::{ExtFields, RemotingCommand, SerializeType};
 use crate::error::FrameError;
-use crate::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+use crate::json::{parse_strict, parse_value, JsonStyle, JsonWriter, ObjectExt};
 
 fn bad(msg: impl Into<String>) -> FrameError {
     FrameError::BadHeader(msg.into())
@@ -136,9 +136,7 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(bad("header is not an object"));
     }
-    // UTF-8 checked once, not per string; invalid UTF-8 is left to the lenient reader.
-    let strict = std::str::from_utf8(header).map(serde_json::from_str::<StrictHeader>);
-    if let Ok(Ok(h)) = strict {
+    if let Some(h) = parse_strict::<StrictHeader>(header) {
         return Ok(RemotingCommand {
             code: h.code,
             language: h.language.and_then(|l| l.0),

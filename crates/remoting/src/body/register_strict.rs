@@ -14,6 +14,7 @@ use super::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper, TopicQueueMappingInfo,
 };
 use crate::error::BodyError;
+use crate::json::parse_strict;
 
 /// Distinguishes an explicit `null` (`Some(None)`) from a missing property (`None`).
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
@@ -146,7 +147,7 @@ impl Wrapper {
 
 /// The JSON register body, if it is in the shape Java brokers write.
 pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, BodyError>> {
-    let parsed: Body = from_text(body)?;
+    let parsed: Body = parse_strict(body)?;
     let wrapper = match parsed.topic_config_serialize_wrapper {
         Some(w) => w.into_wrapper(),
         None => Ok(TopicConfigWrapper {
@@ -165,11 +166,5 @@ pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, Bo
 
 /// The bare wrapper of pre-3.0.11 brokers, if it is in the shape Java writes.
 pub(super) fn wrapper(body: &[u8]) -> Option<Result<TopicConfigWrapper, BodyError>> {
-    from_text::<Wrapper>(body).map(Wrapper::into_wrapper)
-}
-
-/// Validates UTF-8 once for the whole body: parsing from bytes checks every string again, and
-/// a body has several per topic. Invalid UTF-8 is left to the lenient reader.
-fn from_text<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Option<T> {
-    serde_json::from_str(std::str::from_utf8(body).ok()?).ok()
+    parse_strict::<Wrapper>(body).map(Wrapper::into_wrapper)
 }

@@ -6,6 +6,7 @@ mod read;
 mod writer;
 
 pub use lenient::parse as parse_lenient;
+pub(crate) use read::parse_strict;
 pub use read::{parse_value, ObjectExt};
 pub(crate) use read::{value_as_i64, value_as_string};
 pub use writer::{JsonStyle, JsonWriter};

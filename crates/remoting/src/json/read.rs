@@ -12,6 +12,13 @@ pub fn parse_value(input: &[u8]) -> Result<Value, BodyError> {
     }
 }
 
+/// Reads input that is exactly in the shape `T` expects, or `None` (for a lenient reader to
+/// take over). UTF-8 is validated once for the whole input: parsing from bytes checks every
+/// string again, and headers and register bodies are mostly strings.
+pub(crate) fn parse_strict<'a, T: serde::Deserialize<'a>>(input: &'a [u8]) -> Option<T> {
+    serde_json::from_str(std::str::from_utf8(input).ok()?).ok()
+}
+
 /// Field readers that accept numbers and booleans written as strings, and treat `null` like a
 /// missing property.
 pub trait ObjectExt {
