@@ -71,20 +71,26 @@ async fn sigterm_stops_gracefully() {
     assert!(logs.contains("shutting down"));
 }
 
-#[tokio::test]
-async fn graceful_shutdown_sends_newer_clients_away_first() {
-    let mut server = Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
-    let client = server.client().await;
+/// Sends SIGTERM and waits until the server answers GO_AWAY, as it does during the graceful
+/// shutdown wait.
+async fn sigterm_until_go_away(server: &Server, client: &remoting::client::Client) {
     let pid = server.pid().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     eventually(
         "GO_AWAY during the shutdown wait",
         std::time::Duration::from_secs(2),
         || async {
-            call(&client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
+            call(client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_sends_newer_clients_away_first() {
+    let mut server = Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
+    let client = server.client().await;
+    sigterm_until_go_away(&server, &client).await;
     let away = call(&client, route_request("T", 479)).await;
     assert_eq!(away.remark.as_deref(), Some("please go away"));
     let old = call(&client, route_request("T", 475)).await;
@@ -103,16 +109,7 @@ async fn a_second_signal_cuts_the_graceful_wait_short() {
     let mut server =
         Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=60");
     let client = server.client().await;
-    let pid = server.pid().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    eventually(
-        "GO_AWAY during the shutdown wait",
-        std::time::Duration::from_secs(2),
-        || async {
-            call(&client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
-        },
-    )
-    .await;
+    sigterm_until_go_away(&server, &client).await;
     let started = std::time::Instant::now();
     assert!(server.terminate().success(), "a second SIGTERM");
     assert!(
