@@ -8,29 +8,12 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use remoting::acl::{self, ACCESS_KEY, SIGNATURE};
-use remoting::codes::request as req;
 use remoting::RemotingCommand;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::parse_properties;
 use crate::watch;
-
-/// Requests that change the registry, the KV store or the config.
-pub fn changes_state(code: i32) -> bool {
-    matches!(
-        code,
-        req::PUT_KV_CONFIG
-            | req::DELETE_KV_CONFIG
-            | req::REGISTER_BROKER
-            | req::UNREGISTER_BROKER
-            | req::WIPE_WRITE_PERM_OF_BROKER
-            | req::ADD_WRITE_PERM_OF_BROKER
-            | req::DELETE_TOPIC_IN_NAMESRV
-            | req::REGISTER_TOPIC_IN_NAMESRV
-            | req::UPDATE_NAMESRV_CONFIG
-    )
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

@@ -47,13 +47,7 @@ pub fn spawn(
 /// Expires every broker whose deadline passed: its connection is closed and it is removed.
 pub fn scan(state: &State) {
     let now = now_ms();
-    let expired: Vec<(BrokerAddrKey, u64)> = state.routes.read(|r| {
-        r.live
-            .iter()
-            .filter(|(_, l)| l.last_update_ms.saturating_add(l.timeout_ms) < now)
-            .map(|(k, l)| (k.clone(), l.conn))
-            .collect()
-    });
+    let expired = state.routes.read(|r| r.expired(now));
     if expired.is_empty() {
         return;
     }

@@ -8,6 +8,7 @@
 //! - `housekeeping`: broker expiry and batch unregistration;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE.
 
+mod admission;
 mod auth;
 pub mod config;
 mod handler;
@@ -55,6 +56,16 @@ async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListe
     tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {host}:{port}"))
+}
+
+/// Descriptors kept out of the connection cap: the HTTP port's connections, files, logs.
+const FD_RESERVE: u64 = 512;
+
+/// What large frames may hold in memory at once, across connections: room for one frame of the
+/// largest size and what decoding it builds, and never less than a few medium ones.
+fn decode_budget_kib(max_frame: i64) -> u32 {
+    let max_frame_kib = (max_frame.max(0) as u64 / 1024).max(1);
+    u32::try_from((max_frame_kib * 5).max(80 * 1024)).unwrap_or(u32::MAX)
 }
 
 /// Starts serving with `settings`, calls `on_ready` with the bound addresses once the
@@ -116,6 +127,27 @@ pub async fn run(
         None
     };
 
+    let fd_limit = admission::raise_open_files_limit();
+    let admission = admission::Limits::derive(
+        server.server_max_connections,
+        server.server_max_connections_per_address,
+        fd_limit,
+        FD_RESERVE,
+    );
+    info!(
+        open_files = fd_limit,
+        connections = admission.total,
+        per_address = admission.per_address,
+        "connection limits"
+    );
+    let decode_budget_kib = decode_budget_kib(server.max_frame_length);
+    if server.authentication_enabled && tls.mode() != tls::TlsMode::Enforcing {
+        tracing::warn!(
+            "authentication is on but TLS is not enforcing: request signatures cover neither the \
+             request code nor a nonce, so anyone who can see a signed write can replay it, as \
+             this or another write; set tls.server.mode=enforcing"
+        );
+    }
     let state = Arc::new(State {
         settings: parking_lot::RwLock::new(settings),
         settings_write: parking_lot::Mutex::new(()),
@@ -127,6 +159,9 @@ pub async fn run(
         tls: tls.clone(),
         credentials: credentials.clone(),
         metrics: Default::default(),
+        admission: Arc::new(admission::Admission::new(admission)),
+        decode_budget: Arc::new(tokio::sync::Semaphore::new(decode_budget_kib as usize)),
+        decode_budget_kib,
         remoting_addr: local,
         started: Instant::now(),
         shutting_down: Default::default(),

@@ -52,8 +52,11 @@ fn main() -> ExitCode {
     }
     let _log_guard = init_logging(&settings.server.log_dir);
 
+    // Blocking requests (disk writes, large registrations) queue for these threads rather than
+    // each taking one: a flood of them costs queue entries, not hundreds of threads.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()
     {
         Ok(rt) => rt,

@@ -52,6 +52,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<CodeLabel, Histogram>,
     connections: Gauge,
+    connections_refused: Counter,
     registrations: Counter,
     repeat_registrations: Counter,
     unregistrations: Counter,
@@ -78,6 +79,7 @@ impl Default for Metrics {
             requests,
             latency,
             connections: Gauge::default(),
+            connections_refused: Counter::default(),
             registrations: Counter::default(),
             repeat_registrations: Counter::default(),
             unregistrations: Counter::default(),
@@ -100,6 +102,11 @@ impl Default for Metrics {
             m.latency.clone(),
         );
         registry.register("connections", "Open connections", m.connections.clone());
+        registry.register(
+            "connections_refused",
+            "Connections closed at once for being over a connection cap",
+            m.connections_refused.clone(),
+        );
         registry.register(
             "broker_registrations",
             "REGISTER_BROKER requests applied",
@@ -157,6 +164,10 @@ impl Metrics {
 
     pub fn connection_closed(&self) {
         self.connections.dec();
+    }
+
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
     }
 
     pub fn registered(&self, repeat: bool) {

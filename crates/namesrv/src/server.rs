@@ -1,24 +1,23 @@
 //! The accept loop and one task per connection: read frames, dispatch, write responses, and
 //! report the connection's end so that brokers registered on it leave.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use futures::{FutureExt, StreamExt};
+use bytes::{Buf, Bytes, BytesMut};
 use remoting::error::FrameError;
-use remoting::frame::{encode_frame, RemotingCodec};
+use remoting::frame::{decode_payload, encode_frame};
 use remoting::RemotingCommand;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
-use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
+use crate::admission::Refusal;
 use crate::handler::{self, Origin};
 use crate::proxy;
 use crate::route::ConnId;
@@ -47,6 +46,7 @@ pub async fn accept_loop(
     tracker: TaskTracker,
 ) {
     let next_id = AtomicU64::new(1);
+    let mut refused_logged: Option<Instant> = None;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -61,15 +61,40 @@ pub async fn accept_loop(
                 continue;
             }
         };
+        // Closed at once: a refused connection holds its descriptor for no longer than this.
+        let admitted = match state.admission.admit(peer.ip()) {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                state.metrics.connection_refused();
+                if refused_logged.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+                    refused_logged = Some(Instant::now());
+                    let limits = state.admission.limits();
+                    match refusal {
+                        Refusal::PerAddress => warn!(
+                            %peer,
+                            "refusing connections from an address over serverMaxConnectionsPerAddress ({})",
+                            limits.per_address
+                        ),
+                        Refusal::Total => warn!(
+                            %peer,
+                            "refusing connections over serverMaxConnections ({}, {} kept for broker hosts)",
+                            limits.total, limits.broker_reserve
+                        ),
+                    }
+                }
+                continue;
+            }
+        };
         let conn = next_id.fetch_add(1, Ordering::Relaxed);
         let close = shutdown.child_token();
         state.connections.insert(conn, close.clone());
         let state = state.clone();
         let stopping = shutdown.clone();
         tracker.spawn(async move {
+            let _admitted = admitted;
             debug!(%peer, conn, "connection opened");
             state.metrics.connection_opened();
-            serve(&state, stream, conn, close).await;
+            serve(&state, stream, conn, peer.ip(), close).await;
             state.metrics.connection_closed();
             // Connections closed by our own shutdown say nothing about the brokers: they stay
             // in the final route snapshot.
@@ -83,46 +108,65 @@ pub async fn accept_loop(
     }
 }
 
-async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: CancellationToken) {
+/// Refused connections are logged at most this often: a flood must not flood the log too.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+async fn serve(
+    state: &Arc<State>,
+    mut stream: TcpStream,
+    conn: ConnId,
+    peer: IpAddr,
+    close: CancellationToken,
+) {
     let _ = stream.set_nodelay(true);
     let limits = {
         let s = state.settings.read();
         Limits {
             idle: Duration::from_secs(s.server.server_channel_max_idle_time_seconds.max(1) as u64),
+            first_frame: Duration::from_secs(
+                s.server.server_first_frame_timeout_seconds.max(1) as u64
+            ),
             max_frame: s.server.max_frame_length.clamp(1024, i32::MAX as i64) as usize,
         }
     };
-    let peer = stream.peer_addr().ok();
-    if let Err(e) = proxy::skip_header(&mut stream, limits.idle).await {
-        debug!(?peer, "closing connection with a bad PROXY header: {e}");
+    let first_frame_by = Instant::now() + limits.first_frame.min(limits.idle);
+    if let Err(e) = proxy::skip_header(
+        &mut stream,
+        first_frame_by.saturating_duration_since(Instant::now()),
+    )
+    .await
+    {
+        debug!(%peer, "closing connection with a bad PROXY header: {e}");
         return;
     }
     let mut first = [0u8; 1];
-    let starts_tls = match tokio::time::timeout(limits.idle, stream.peek(&mut first)).await {
-        Ok(Ok(1)) => first[0] == tls::HANDSHAKE_BYTE,
-        Ok(Ok(_)) => false,
-        _ => return,
-    };
+    let starts_tls =
+        match tokio::time::timeout_at(first_frame_by.into(), stream.peek(&mut first)).await {
+            Ok(Ok(1)) => first[0] == tls::HANDSHAKE_BYTE,
+            Ok(Ok(_)) => false,
+            _ => return,
+        };
+    let origin = Origin { conn, peer };
     match (starts_tls, state.tls.mode()) {
         (false, TlsMode::Enforcing) => {
-            debug!(?peer, "closing plaintext connection: TLS is enforced")
+            debug!(%peer, "closing plaintext connection: TLS is enforced")
         }
-        (true, TlsMode::Disabled) => debug!(?peer, "closing TLS connection: TLS is disabled"),
+        (true, TlsMode::Disabled) => debug!(%peer, "closing TLS connection: TLS is disabled"),
         (false, _) => {
             let (read, write) = stream.into_split();
-            serve_frames(state, read, write, conn, close, limits).await;
+            serve_frames(state, read, write, origin, close, limits, first_frame_by).await;
         }
         (true, _) => {
             let Some(acceptor) = state.tls.acceptor() else {
                 return;
             };
-            match tokio::time::timeout(limits.idle, acceptor.accept(stream)).await {
+            match tokio::time::timeout_at(first_frame_by.into(), acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => {
                     let (read, write) = tokio::io::split(tls);
-                    serve_frames(state, read, write, conn, close, limits).await;
+                    serve_frames(state, read, write, origin, close, limits, first_frame_by).await;
                 }
-                Ok(Err(e)) => debug!(?peer, "TLS handshake failed: {e}"),
-                Err(_) => debug!(?peer, "TLS handshake timed out"),
+                Ok(Err(e)) => debug!(%peer, "TLS handshake failed: {e}"),
+                Err(_) => debug!(%peer, "TLS handshake timed out"),
             }
         }
     }
@@ -131,8 +175,123 @@ async fn serve(state: &Arc<State>, mut stream: TcpStream, conn: ConnId, close: C
 #[derive(Clone, Copy)]
 struct Limits {
     idle: Duration,
+    /// A new connection must have sent a whole frame by then; only connections that have
+    /// spoken get the (long) idle limit.
+    first_frame: Duration,
     max_frame: usize,
 }
+
+/// Frames up to this size are read without asking the memory budget, and decoded and served
+/// on the reader (unless their code blocks).
+const SMALL_FRAME: usize = handler::LARGE_BODY;
+
+/// A large frame's claim on the decode budget, in KiB: its own bytes and what decoding them may
+/// build (typed structures a few times the text; small lenient bodies a tree of many times it).
+fn frame_weight(frame_len: usize, budget_kib: u32) -> u32 {
+    let kib = (frame_len / 1024).max(1);
+    let weight = kib.saturating_mul(DECODE_FACTOR).max(MIN_LARGE_WEIGHT_KIB);
+    u32::try_from(weight).unwrap_or(u32::MAX).min(budget_kib)
+}
+
+const DECODE_FACTOR: usize = 5;
+const MIN_LARGE_WEIGHT_KIB: usize = 10 * 1024;
+
+/// Reads frames from a connection. Small frames come from a small buffer; a large one is read
+/// only once the server-wide decode budget has room for it, so that many connections sending
+/// large frames at once wait their turn (in their sockets) instead of all being held in memory.
+struct FrameReader<R> {
+    read: R,
+    buf: BytesMut,
+    max_frame: usize,
+    budget: Arc<Semaphore>,
+    budget_kib: u32,
+    /// Held from the moment a large frame's length is known until its request is answered.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// A frame as read: small ones decoded, large ones still raw with their claim on the budget.
+enum Frame {
+    Small(RemotingCommand),
+    Large(Bytes, OwnedSemaphorePermit),
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// The next frame already complete in the buffer, without reading.
+    fn buffered(&mut self) -> Result<Option<Frame>, FrameError> {
+        if self.buf.len() < 4 {
+            return Ok(None);
+        }
+        let len = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as i64;
+        let max_payload = self.max_frame - 4;
+        if len < 4 || len as usize > max_payload {
+            return Err(FrameError::BadLength(len, max_payload));
+        }
+        let len = len as usize;
+        if len > SMALL_FRAME && self.permit.is_none() {
+            return Ok(None);
+        }
+        if self.buf.len() < 4 + len {
+            return Ok(None);
+        }
+        self.buf.advance(4);
+        let payload = self.buf.split_to(len).freeze();
+        match self.permit.take() {
+            Some(permit) => Ok(Some(Frame::Large(payload, permit))),
+            None => decode_payload(payload).map(|cmd| Some(Frame::Small(cmd))),
+        }
+    }
+
+    /// The next frame, reading as needed; `None` at the end of the stream. Cancel-safe: what
+    /// was read and the budget claimed stay with the reader.
+    async fn next(&mut self) -> Option<Result<Frame, FrameError>> {
+        loop {
+            match self.buffered() {
+                Ok(Some(frame)) => return Some(Ok(frame)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            let wanted = if self.buf.len() >= 4 {
+                let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                    as usize;
+                if len > SMALL_FRAME && self.permit.is_none() {
+                    let weight = frame_weight(len, self.budget_kib);
+                    match self.budget.clone().acquire_many_owned(weight).await {
+                        Ok(permit) => self.permit = Some(permit),
+                        Err(_) => return None,
+                    }
+                    continue;
+                }
+                4 + len - self.buf.len()
+            } else {
+                4 - self.buf.len()
+            };
+            // No reserve for more than the frame needs: a peer that announces a large frame and
+            // sends nothing must not make us allocate it.
+            self.buf.reserve(wanted.min(READ_CHUNK).max(1));
+            match self.read.read_buf(&mut self.buf).await {
+                Ok(0) if self.buf.is_empty() => return None,
+                Ok(0) => {
+                    return Some(Err(FrameError::Io(std::io::Error::from(
+                        std::io::ErrorKind::UnexpectedEof,
+                    ))))
+                }
+                Ok(_) => {}
+                Err(e) => return Some(Err(FrameError::Io(e))),
+            }
+        }
+    }
+
+    /// A large frame (a registration) leaves its buffer behind; brokers send one every 30 s,
+    /// and keeping it in between pins megabytes per broker connection.
+    fn shrink_when_idle(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > READ_BUFFER_KEPT {
+            self.buf = BytesMut::new();
+        }
+    }
+}
+
+/// How much is read from the socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Reads requests and answers them on the same task: cheap requests inline, with every frame
 /// already received answered in one write; blocking ones on the blocking pool, their answers
@@ -142,22 +301,30 @@ async fn serve_frames<R, W>(
     state: &Arc<State>,
     read: R,
     mut write: W,
-    conn: ConnId,
+    origin: Origin,
     close: CancellationToken,
     limits: Limits,
+    first_frame_by: Instant,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut conn = Connection {
         state,
-        origin: Origin { conn },
+        origin,
         out: BytesMut::with_capacity(4096),
         blocking: Arc::new(Semaphore::new(BLOCKING_IN_FLIGHT)),
         done: mpsc::channel(BLOCKING_IN_FLIGHT),
     };
-    let mut frames = FramedRead::new(read, RemotingCodec::new(limits.max_frame));
-    let mut last_activity = Instant::now();
+    let mut frames = FrameReader {
+        read,
+        buf: BytesMut::with_capacity(4096),
+        max_frame: limits.max_frame,
+        budget: state.decode_budget.clone(),
+        budget_kib: state.decode_budget_kib,
+        permit: None,
+    };
+    let mut deadline = first_frame_by;
     'serve: loop {
         tokio::select! {
             biased;
@@ -176,39 +343,47 @@ async fn serve_frames<R, W>(
                             warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
                             return;
                         }
-                        Some(Ok(request)) => conn.accept(request).await,
+                        Some(Ok(Frame::Small(request))) => conn.accept(request, None).await,
+                        Some(Ok(Frame::Large(payload, permit))) => {
+                            // Decoding megabytes of header would stall this async worker's
+                            // other connections.
+                            match tokio::task::spawn_blocking(move || decode_payload(payload)).await {
+                                Ok(Ok(request)) => conn.accept(request, Some(permit)).await,
+                                Ok(Err(e)) => {
+                                    warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
+                                    return;
+                                }
+                                Err(_) => return,
+                            }
+                        }
                     }
                     if conn.out.len() >= WRITE_BATCH {
                         break;
                     }
                     // Answer everything that has already arrived before writing.
-                    match frames.next().now_or_never() {
-                        Some(next) => frame = next,
-                        None => break,
+                    match frames.buffered() {
+                        Ok(Some(next)) => frame = Some(Ok(next)),
+                        Ok(None) => break,
+                        Err(e) => frame = Some(Err(e)),
                     }
                 }
-                last_activity = Instant::now();
-                // A large frame (a registration) leaves its buffer behind; brokers send one
-                // every 30 s, and keeping it in between pins megabytes per broker connection.
-                let buffer = frames.read_buffer_mut();
-                if buffer.is_empty() && buffer.capacity() > READ_BUFFER_KEPT {
-                    *buffer = BytesMut::new();
-                }
+                deadline = Instant::now() + limits.idle;
+                frames.shrink_when_idle();
             }
-            Some((response, _permit)) = conn.done.1.recv() => conn.push(&response),
-            _ = tokio::time::sleep_until((last_activity + limits.idle).into()) => {
+            Some((response, _permits)) = conn.done.1.recv() => conn.push(&response),
+            _ = tokio::time::sleep_until(deadline.into()) => {
                 debug!(conn = conn.origin.conn, "closing idle connection");
                 break;
             }
         }
-        while let Ok((response, _permit)) = conn.done.1.try_recv() {
+        while let Ok((response, _permits)) = conn.done.1.try_recv() {
             conn.push(&response);
         }
         if !conn.out.is_empty() {
             match tokio::time::timeout(limits.idle, write.write_all(&conn.out)).await {
                 Ok(Ok(())) => {
                     conn.out.clear();
-                    last_activity = Instant::now();
+                    deadline = deadline.max(Instant::now() + limits.idle);
                 }
                 _ => return,
             }
@@ -222,7 +397,7 @@ async fn serve_frames<R, W>(
     } = conn;
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some((response, _permit)) = rx.recv().await {
+        while let Some((response, _permits)) = rx.recv().await {
             encode_frame(&response, &mut out);
         }
         write.write_all(&out).await
@@ -235,17 +410,20 @@ const WRITE_BATCH: usize = 64 * 1024;
 /// An idle connection's read buffer larger than this is given back.
 const READ_BUFFER_KEPT: usize = 64 * 1024;
 
-/// An answer from the blocking pool and the permit it was served under.
-type Answer = (RemotingCommand, OwnedSemaphorePermit);
+/// The permits a request served off the reader holds: its place among the connection's
+/// requests in flight, and for a large frame its claim on the decode budget.
+type Permits = (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>);
+/// An answer from the blocking pool and the permits it was served under.
+type Answer = (RemotingCommand, Permits);
 
 struct Connection<'a> {
     state: &'a Arc<State>,
     origin: Origin,
     out: BytesMut,
     blocking: Arc<Semaphore>,
-    /// Answers of requests served off the reader, each with the permit it was served under:
-    /// the permit is released only once the answer is in `out`, so a client that sends
-    /// without reading makes the server hold at most `BLOCKING_IN_FLIGHT` answers.
+    /// Answers of requests served off the reader, each with the permits it was served under:
+    /// they are released only once the answer is in `out`, so a client that sends without
+    /// reading makes the server hold at most `BLOCKING_IN_FLIGHT` answers.
     done: (mpsc::Sender<Answer>, mpsc::Receiver<Answer>),
 }
 
@@ -254,12 +432,12 @@ impl Connection<'_> {
         encode_frame(response, &mut self.out);
     }
 
-    async fn accept(&mut self, request: RemotingCommand) {
+    async fn accept(&mut self, request: RemotingCommand, budget: Option<OwnedSemaphorePermit>) {
         if request.is_response() {
             // Nothing the server sends on inbound connections expects an answer.
             return;
         }
-        if !handler::may_block(request.code) {
+        if budget.is_none() && !handler::may_block(&request) {
             if let Some(response) = handler::handle(self.state, self.origin, &request) {
                 self.push(&response);
             }
@@ -270,7 +448,7 @@ impl Connection<'_> {
         let permit = loop {
             tokio::select! {
                 biased;
-                Some((response, _permit)) = self.done.1.recv() => self.push(&response),
+                Some((response, _permits)) = self.done.1.recv() => self.push(&response),
                 permit = self.blocking.clone().acquire_owned() => match permit {
                     Ok(permit) => break permit,
                     Err(_) => return,
@@ -284,7 +462,7 @@ impl Connection<'_> {
                     .await;
             if let Ok(Some(response)) = handled {
                 // Never waits: the channel has room for every permit.
-                let _ = tx.send((response, permit)).await;
+                let _ = tx.send((response, (permit, budget))).await;
             }
         });
     }

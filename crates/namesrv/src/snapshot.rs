@@ -239,7 +239,11 @@ pub fn load(path: &Path) -> Registry {
         }
     };
     match decode(&bytes) {
-        Ok(r) => {
+        Ok(mut r) => {
+            // A member without a live entry could never expire: it would stay routable forever.
+            if r.drop_members_without_live() {
+                warn!("dropped snapshot members that had no live entry");
+            }
             info!(
                 brokers = r.live.len(),
                 topics = r.topics.len(),

@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::admission::Admission;
 use crate::auth::Credentials;
 use crate::config::Settings;
 use crate::kv::KvStore;
@@ -36,6 +37,11 @@ pub struct State {
     /// Present when authenticated writes are on.
     pub credentials: Option<Arc<Credentials>>,
     pub metrics: Metrics,
+    /// Caps on connections, in total and per source address.
+    pub admission: Arc<Admission>,
+    /// What large frames being read and decoded may hold across all connections, in KiB.
+    pub decode_budget: Arc<Semaphore>,
+    pub decode_budget_kib: u32,
     /// Where the remoting listener is bound.
     pub remoting_addr: SocketAddr,
     pub started: Instant,
@@ -55,29 +61,10 @@ impl State {
         }
     }
 
-    /// Queues the removal of the brokers behind `keys`, or drops their live entries outright
-    /// when no group holds their address any more.
+    /// Queues the removal of the brokers behind `keys` from every group that lists them; live
+    /// entries that no group lists are dropped at once.
     pub fn unregister_live(&self, keys: &[BrokerAddrKey]) {
-        let mut orphans = Vec::new();
-        let requests: Vec<Unregistration> = self.routes.read(|r| {
-            keys.iter()
-                .filter_map(|k| {
-                    let request = r.unregistration_for(k);
-                    if request.is_none() {
-                        orphans.push(k);
-                    }
-                    request
-                })
-                .collect()
-        });
-        if !orphans.is_empty() {
-            self.routes.write(|r| {
-                for k in &orphans {
-                    r.live.remove(*k);
-                }
-                ((), false)
-            });
-        }
+        let requests = self.routes.write(|r| (r.departures(keys), false));
         for request in requests {
             if self.unregister_queue.try_send(request).is_err() {
                 warn!("unregistration queue full; a broker will wait for expiry");
@@ -88,13 +75,7 @@ impl State {
     /// A connection closed: every broker that registered on it leaves at once.
     pub fn connection_closed(&self, conn: ConnId) {
         self.connections.remove(&conn);
-        let keys: Vec<BrokerAddrKey> = self.routes.read(|r| {
-            r.live
-                .iter()
-                .filter(|(_, l)| l.conn == conn)
-                .map(|(k, _)| k.clone())
-                .collect()
-        });
+        let keys = self.routes.read(|r| r.registered_on(conn));
         if !keys.is_empty() {
             self.unregister_live(&keys);
         }

@@ -104,3 +104,72 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
     })
     .await;
 }
+
+fn heartbeat(broker: &Broker) -> RemotingCommand {
+    RemotingCommand::request(request::BROKER_HEARTBEAT)
+        .with_ext("clusterName", broker.cluster)
+        .with_ext("brokerAddr", &broker.addr)
+        .with_ext("brokerName", broker.name)
+        .with_ext("brokerId", broker.id)
+}
+
+fn listed(info: &remoting::body::ClusterInfo, name: &str) -> bool {
+    info.broker_addr_table.contains_key(name)
+}
+
+/// With authentication on, anyone could keep a dead broker in the routes with unsigned
+/// heartbeats; only signed ones count. Both are answered alike.
+#[tokio::test]
+async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = dir.path().join("credentials.properties");
+    std::fs::write(&creds, "broker=secret-b\n").unwrap();
+    let server = Server::start_with(&format!(
+        "authenticationEnabled=true\nauthCredentialsPath={}\nscanNotActiveBrokerInterval=200",
+        creds.display()
+    ));
+    let client = server.client().await;
+    let silent = Broker::new("AuthCluster", "impersonated", 0, "10.4.4.1:10911");
+    let signed = Broker::new("AuthCluster", "signing", 0, "10.4.4.2:10911");
+    // Each on its own connection: expiry closes the expired broker's connection.
+    let mut registered_on = Vec::new();
+    for broker in [&silent, &signed] {
+        let conn = server.client().await;
+        let register = broker
+            .register_request(&BASE_TOPICS, dv(1, 0))
+            .with_ext("heartbeatTimeoutMillis", 1500);
+        let resp = call(&conn, sign(register, "broker", "secret-b")).await;
+        assert_eq!(resp.code, response::SUCCESS);
+        registered_on.push(conn);
+    }
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(8) {
+        let unsigned = call(&client, heartbeat(&silent)).await;
+        assert_eq!(
+            unsigned.code,
+            response::SUCCESS,
+            "answered as Java answers it"
+        );
+        let unsigned_qdv = RemotingCommand::request(request::QUERY_DATA_VERSION)
+            .with_ext("clusterName", silent.cluster)
+            .with_ext("brokerAddr", &silent.addr)
+            .with_ext("brokerName", silent.name)
+            .with_ext("brokerId", 0)
+            .with_body(dv(1, 0).encode());
+        assert_eq!(call(&client, unsigned_qdv).await.code, response::SUCCESS);
+        let beat = call(&client, sign(heartbeat(&signed), "broker", "secret-b")).await;
+        assert_eq!(beat.code, response::SUCCESS);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let info = call(
+        &client,
+        RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+    )
+    .await;
+    let info = remoting::body::ClusterInfo::decode(info.body.as_deref().unwrap()).unwrap();
+    assert!(
+        !listed(&info, "impersonated"),
+        "unsigned heartbeats kept it alive"
+    );
+    assert!(listed(&info, "signing"), "signed heartbeats keep it alive");
+}

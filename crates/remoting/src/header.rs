@@ -149,8 +149,19 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
             ser_type: SerializeType::Json,
         });
     }
+    // The lenient reader builds a tree of tens of times the header's size: only plausible
+    // headers get it (real ones are a few hundred bytes, and odd clients' not much more).
+    if header.len() > LENIENT_HEADER_MAX {
+        return Err(bad(format!(
+            "a header of {} bytes must be standard JSON",
+            header.len()
+        )));
+    }
     decode_lenient_json(header)
 }
+
+/// The largest JSON header read by the lenient reader.
+pub const LENIENT_HEADER_MAX: usize = 64 * 1024;
 
 fn decode_lenient_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     let value = parse_value(header).map_err(|e| bad(e.to_string()))?;

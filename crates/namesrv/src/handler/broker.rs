@@ -5,7 +5,7 @@ use remoting::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody
 use remoting::RemotingCommand;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{required, required_i64, success, Failure, Origin, Reply};
+use super::{required, required_i64, success, Context, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
@@ -81,6 +81,9 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         version: r.version,
     };
     let (outcome, notice) = state.routes.register(registration, policy, fingerprint);
+    if matches!(outcome, RegisterOutcome::Registered { .. }) {
+        state.admission.broker_host(origin.peer);
+    }
     state.metrics.registered(false);
     if let Some(notice) = notice {
         notify::min_broker_id_changed(notice);
@@ -159,14 +162,20 @@ pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn query_data_version(state: &State, r: &RemotingCommand) -> Reply {
+pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Reply {
     let cluster = required(r, "clusterName")?;
     let addr = required(r, "brokerAddr")?;
     let incoming = r.body.as_deref().map(DataVersion::decode).transpose()?;
-    let stored = state.routes.write(|reg| {
-        let stored = reg.touch(cluster, addr, now_ms()).map(|l| l.data_version);
-        (stored, false)
-    });
+    let stored = if c.may_extend_liveness {
+        state.routes.write(|reg| {
+            let stored = reg.touch(cluster, addr, now_ms()).map(|l| l.data_version);
+            (stored, false)
+        })
+    } else {
+        state
+            .routes
+            .read(|reg| reg.live(cluster, addr).map(|l| l.data_version))
+    };
     let changed = stored.is_none() || stored != incoming;
     let mut response = success(r).with_ext("changed", changed);
     if let Some(dv) = stored {
@@ -175,13 +184,16 @@ pub fn query_data_version(state: &State, r: &RemotingCommand) -> Reply {
     Ok(response)
 }
 
-pub fn heartbeat(state: &State, r: &RemotingCommand) -> Reply {
+/// Answered alike whether or not it may extend liveness, as Java answers every heartbeat.
+pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
     let cluster = required(r, "clusterName")?;
     let addr = required(r, "brokerAddr")?;
-    state.routes.write(|reg| {
-        reg.touch(cluster, addr, now_ms());
-        ((), false)
-    });
+    if c.may_extend_liveness {
+        state.routes.write(|reg| {
+            reg.touch(cluster, addr, now_ms());
+            ((), false)
+        });
+    }
     Ok(success(r))
 }
 

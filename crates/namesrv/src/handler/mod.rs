@@ -7,12 +7,12 @@ mod perm;
 mod route;
 mod topic;
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 use remoting::codes::{request as req, response as resp, version};
 use remoting::RemotingCommand;
 
-use crate::auth;
 use crate::route::ConnId;
 use crate::state::State;
 
@@ -31,45 +31,157 @@ pub type Reply = Result<RemotingCommand, Failure>;
 #[derive(Clone, Copy)]
 pub struct Origin {
     pub conn: ConnId,
+    pub peer: IpAddr,
 }
 
-/// Whether the request may block (disk writes, large bodies, walks over every topic) and so
-/// must not run on the connection's reader, where it would delay route lookups.
-pub fn may_block(code: i32) -> bool {
-    matches!(
-        code,
-        req::PUT_KV_CONFIG
-            | req::DELETE_KV_CONFIG
-            | req::REGISTER_BROKER
-            | req::UPDATE_NAMESRV_CONFIG
-            | req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-            | req::GET_TOPICS_BY_CLUSTER
-            | req::GET_UNIT_TOPIC_LIST
-            | req::GET_HAS_UNIT_SUB_TOPIC_LIST
-            | req::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
-            | req::WIPE_WRITE_PERM_OF_BROKER
-            | req::ADD_WRITE_PERM_OF_BROKER
-    )
+/// What a handler knows of the request besides its content.
+#[derive(Clone, Copy)]
+pub struct Context {
+    pub origin: Origin,
+    /// Whether the request may keep a broker alive: authentication is off, or a valid
+    /// signature vouches for it. Anyone can send an unsigned heartbeat; it must not keep a
+    /// broker in the routes (one restored from a snapshot, say) that no longer exists.
+    pub may_extend_liveness: bool,
+}
+
+type Handler = fn(&State, Context, &RemotingCommand) -> Reply;
+
+/// Everything the server knows about one request code.
+#[derive(Clone, Copy)]
+pub struct Facts {
+    handler: Handler,
+    /// Disk writes, large bodies or walks over every topic: served off the connection's
+    /// reader, where it would delay route lookups.
+    pub blocking: bool,
+    /// Changes the registry, the KV store or the config: needs a signature when
+    /// authentication is on.
+    pub changes_state: bool,
+    /// Refreshes a broker's deadline.
+    pub extends_liveness: bool,
+}
+
+impl Facts {
+    const fn new(handler: Handler) -> Self {
+        Facts {
+            handler,
+            blocking: false,
+            changes_state: false,
+            extends_liveness: false,
+        }
+    }
+    const fn blocking(mut self) -> Self {
+        self.blocking = true;
+        self
+    }
+    const fn changes_state(mut self) -> Self {
+        self.changes_state = true;
+        self
+    }
+    const fn extends_liveness(mut self) -> Self {
+        self.extends_liveness = true;
+        self
+    }
+}
+
+/// The one table of request codes: each code's handler, and how the server must treat the
+/// request. `None` for codes the NameServer does not serve.
+pub fn facts(code: i32) -> Option<Facts> {
+    let facts = match code {
+        req::PUT_KV_CONFIG => Facts::new(|s, _, r| kv::put(s, r))
+            .blocking()
+            .changes_state(),
+        req::GET_KV_CONFIG => Facts::new(|s, _, r| kv::get(s, r)),
+        req::DELETE_KV_CONFIG => Facts::new(|s, _, r| kv::delete(s, r))
+            .blocking()
+            .changes_state(),
+        req::GET_KVLIST_BY_NAMESPACE => Facts::new(|s, _, r| kv::list(s, r)),
+        req::REGISTER_BROKER => Facts::new(|s, c, r| broker::register(s, c.origin, r))
+            .blocking()
+            .changes_state()
+            .extends_liveness(),
+        req::UNREGISTER_BROKER => Facts::new(|s, _, r| broker::unregister(s, r)).changes_state(),
+        req::QUERY_DATA_VERSION => Facts::new(broker::query_data_version).extends_liveness(),
+        req::BROKER_HEARTBEAT => Facts::new(broker::heartbeat).extends_liveness(),
+        req::GET_BROKER_MEMBER_GROUP => Facts::new(|s, _, r| broker::member_group(s, r)),
+        req::GET_ROUTEINFO_BY_TOPIC => Facts::new(|s, _, r| route::topic_route(s, r)),
+        req::GET_BROKER_CLUSTER_INFO => Facts::new(|s, _, r| route::cluster_info(s, r)),
+        req::WIPE_WRITE_PERM_OF_BROKER => Facts::new(|s, _, r| perm::wipe(s, r))
+            .blocking()
+            .changes_state(),
+        req::ADD_WRITE_PERM_OF_BROKER => Facts::new(|s, _, r| perm::add(s, r))
+            .blocking()
+            .changes_state(),
+        req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
+            Facts::new(|s, _, r| topic::all(s, r)).blocking()
+        }
+        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::delete(s, r)).changes_state(),
+        req::REGISTER_TOPIC_IN_NAMESRV => {
+            Facts::new(|s, _, r| topic::register(s, r)).changes_state()
+        }
+        req::GET_TOPICS_BY_CLUSTER => Facts::new(|s, _, r| topic::by_cluster(s, r)).blocking(),
+        req::GET_SYSTEM_TOPIC_LIST_FROM_NS => Facts::new(|s, _, r| topic::system(s, r)),
+        req::GET_UNIT_TOPIC_LIST
+        | req::GET_HAS_UNIT_SUB_TOPIC_LIST
+        | req::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
+            Facts::new(|s, _, r| topic::unit(s, r)).blocking()
+        }
+        req::UPDATE_NAMESRV_CONFIG => Facts::new(|s, _, r| config::update(s, r))
+            .blocking()
+            .changes_state(),
+        req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
+        _ => return None,
+    };
+    Some(facts)
+}
+
+/// A request body larger than this is served off the reader whatever its code: decoding
+/// megabytes on an async worker would stall every connection sharing it.
+pub const LARGE_BODY: usize = 64 * 1024;
+
+/// Whether the request may block and so must not run on the connection's reader.
+pub fn may_block(request: &RemotingCommand) -> bool {
+    request.body.as_ref().is_some_and(|b| b.len() > LARGE_BODY)
+        || facts(request.code).is_some_and(|f| f.blocking)
+}
+
+/// Whether the NameServer serves this request code.
+pub fn is_served(code: i32) -> bool {
+    facts(code).is_some()
 }
 
 /// Serves one request; `None` for oneway requests, which are never answered.
 pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
     let started = Instant::now();
-    let refused = state
-        .credentials
-        .as_ref()
-        .filter(|_| auth::changes_state(request.code))
-        .and_then(|c| c.check(request).err());
+    let facts = facts(request.code);
+    let checked = facts.is_some_and(|f| f.changes_state || f.extends_liveness);
+    let signature = match &state.credentials {
+        Some(credentials) if checked => Some(credentials.check(request)),
+        _ => None,
+    };
     let response = if state.is_shutting_down() && request.version > version::V5_3_1 {
         RemotingCommand::response_to(request, resp::GO_AWAY).with_remark("please go away")
-    } else if let Some(remark) = refused {
+    } else if let Some(Err(remark)) = signature
+        .as_ref()
+        .filter(|_| facts.is_some_and(|f| f.changes_state))
+    {
         tracing::warn!(
             code = request.code,
             "refused an unauthenticated write: {remark}"
         );
-        RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark)
+        RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark.clone())
     } else {
-        dispatch(state, origin, request).unwrap_or_else(|Failure(remark)| {
+        let context = Context {
+            origin,
+            may_extend_liveness: signature.as_ref().is_none_or(Result::is_ok),
+        };
+        match facts {
+            Some(f) => (f.handler)(state, context, request),
+            None => Ok(
+                RemotingCommand::response_to(request, resp::REQUEST_CODE_NOT_SUPPORTED)
+                    .with_remark(format!(" request type {} not supported", request.code)),
+            ),
+        }
+        .unwrap_or_else(|Failure(remark)| {
             RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
         })
     };
@@ -77,38 +189,6 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
         .metrics
         .request(request.code, response.code, started.elapsed());
     (!request.is_oneway()).then_some(response)
-}
-
-fn dispatch(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
-    match r.code {
-        req::PUT_KV_CONFIG => kv::put(state, r),
-        req::GET_KV_CONFIG => kv::get(state, r),
-        req::DELETE_KV_CONFIG => kv::delete(state, r),
-        req::GET_KVLIST_BY_NAMESPACE => kv::list(state, r),
-        req::REGISTER_BROKER => broker::register(state, origin, r),
-        req::UNREGISTER_BROKER => broker::unregister(state, r),
-        req::QUERY_DATA_VERSION => broker::query_data_version(state, r),
-        req::BROKER_HEARTBEAT => broker::heartbeat(state, r),
-        req::GET_BROKER_MEMBER_GROUP => broker::member_group(state, r),
-        req::GET_ROUTEINFO_BY_TOPIC => route::topic_route(state, r),
-        req::GET_BROKER_CLUSTER_INFO => route::cluster_info(state, r),
-        req::WIPE_WRITE_PERM_OF_BROKER => perm::wipe(state, r),
-        req::ADD_WRITE_PERM_OF_BROKER => perm::add(state, r),
-        req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => topic::all(state, r),
-        req::DELETE_TOPIC_IN_NAMESRV => topic::delete(state, r),
-        req::REGISTER_TOPIC_IN_NAMESRV => topic::register(state, r),
-        req::GET_TOPICS_BY_CLUSTER => topic::by_cluster(state, r),
-        req::GET_SYSTEM_TOPIC_LIST_FROM_NS => topic::system(state, r),
-        req::GET_UNIT_TOPIC_LIST
-        | req::GET_HAS_UNIT_SUB_TOPIC_LIST
-        | req::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => topic::unit(state, r),
-        req::UPDATE_NAMESRV_CONFIG => config::update(state, r),
-        req::GET_NAMESRV_CONFIG => config::get(state, r),
-        code => Ok(
-            RemotingCommand::response_to(r, resp::REQUEST_CODE_NOT_SUPPORTED)
-                .with_remark(format!(" request type {code} not supported")),
-        ),
-    }
 }
 
 /// A header field the handler cannot work without.

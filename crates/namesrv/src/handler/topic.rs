@@ -80,6 +80,11 @@ pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
 pub fn register(state: &State, r: &RemotingCommand) -> Reply {
     let topic = required(r, "topic")?;
     if let Some(body) = &r.body {
+        // Read as a tree; a route body is small, and a peer's large one would cost many times
+        // its size.
+        if body.len() > remoting::json::TREE_MAX {
+            return Err(Failure(format!("topic route body of {} bytes", body.len())));
+        }
         let route = TopicRouteData::decode(body)?;
         if !route.queue_datas.is_empty() {
             state

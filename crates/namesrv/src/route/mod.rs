@@ -5,6 +5,8 @@
 //! A route does not name its topic, so topics served by the same queues on the same brokers (most
 //! of a cluster's) share one body: memory and cache footprint follow distinct routes, not topics.
 
+#[cfg(test)]
+mod invariants;
 mod queues;
 mod registry;
 

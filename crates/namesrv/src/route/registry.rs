@@ -114,7 +114,7 @@ pub struct Registry {
     names: HashSet<Arc<str>>,
 }
 
-fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
+pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
     BrokerAddrKey {
         cluster: cluster.to_string(),
         addr: addr.to_string(),
@@ -181,6 +181,15 @@ impl Registry {
             ..
         } = &reg.from;
         let wrapper = &reg.body.wrapper;
+        // Java creates the group and the cluster entry before refusing; a refused registration
+        // here changes nothing, so that refusals cannot pile up empty groups.
+        let id_known = self
+            .brokers
+            .get(broker_name)
+            .is_some_and(|bd| bd.broker_addrs.contains_key(broker_id));
+        if !id_known && wrapper.topic_configs.len() == 1 {
+            return (RegisterOutcome::Refused, false, None);
+        }
         let addr_key = key(cluster, broker_addr);
         let name = self.shared_name(broker_name);
 
@@ -215,14 +224,9 @@ impl Registry {
                 .map(|l| l.data_version.state_version);
             if holder_state.is_some_and(|s| s > wrapper.data_version.state_version) {
                 let changed = *bd != before || joined_cluster;
-                self.live.remove(&addr_key);
+                self.drop_live_if_unheld(&addr_key);
                 return (RegisterOutcome::Stale, changed, None);
             }
-        }
-
-        if !bd.broker_addrs.contains_key(broker_id) && wrapper.topic_configs.len() == 1 {
-            let changed = *bd != before || joined_cluster;
-            return (RegisterOutcome::Refused, changed, None);
         }
 
         let old = bd.broker_addrs.insert(*broker_id, broker_addr.clone());
@@ -411,8 +415,6 @@ impl Registry {
         let mut min_changed: Vec<(String, String)> = Vec::new();
         for req in batch {
             let addr_key = key(&req.cluster, &req.broker_addr);
-            self.live.remove(&addr_key);
-            changed |= self.filter_servers.remove(&addr_key).is_some();
             let mut remove_name = false;
             if let Some(bd) = self.brokers.get_mut(&req.broker_name) {
                 let was_min = bd.broker_addrs.keys().next() == Some(&req.broker_id);
@@ -436,6 +438,9 @@ impl Registry {
                 removed.insert(req.broker_name.clone());
             } else {
                 reduced.insert(req.broker_name.clone());
+            }
+            if self.drop_live_if_unheld(&addr_key) {
+                changed |= self.filter_servers.remove(&addr_key).is_some();
             }
         }
 
@@ -485,23 +490,134 @@ impl Registry {
         (changed, notices)
     }
 
-    /// The unregistration for a live entry, found by searching the group of the same cluster
-    /// that holds its address; `None` for an orphan entry.
-    pub fn unregistration_for(&self, live_key: &BrokerAddrKey) -> Option<Unregistration> {
-        self.brokers
-            .values()
-            .filter(|bd| bd.cluster == live_key.cluster)
-            .find_map(|bd| {
-                bd.broker_addrs
-                    .iter()
-                    .find(|(_, a)| **a == live_key.addr)
-                    .map(|(id, _)| Unregistration {
+    /// Whether `bd` belongs to `cluster`: the cluster it was created in, or one it joined later.
+    fn in_cluster(&self, bd: &BrokerData, cluster: &str) -> bool {
+        bd.cluster == cluster
+            || self
+                .clusters
+                .get(cluster)
+                .is_some_and(|names| names.contains(&bd.broker_name))
+    }
+
+    /// The unregistrations that take a live entry's address out of every group of its cluster
+    /// that lists it: one address may be registered under two broker names (a broker renamed
+    /// on the same host and port), and a departure must leave no routable ghost behind.
+    pub fn unregistrations_for(&self, live_key: &BrokerAddrKey) -> Vec<Unregistration> {
+        let mut out = Vec::new();
+        for bd in self.brokers.values() {
+            if !self.in_cluster(bd, &live_key.cluster) {
+                continue;
+            }
+            for (id, addr) in &bd.broker_addrs {
+                if *addr == live_key.addr {
+                    out.push(Unregistration {
                         cluster: live_key.cluster.clone(),
                         broker_addr: live_key.addr.clone(),
                         broker_name: bd.broker_name.clone(),
                         broker_id: *id,
-                    })
-            })
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        out
+    }
+
+    /// Whether some group of `key`'s cluster still lists its address.
+    fn holds(&self, key: &BrokerAddrKey) -> bool {
+        self.brokers.values().any(|bd| {
+            self.in_cluster(bd, &key.cluster) && bd.broker_addrs.values().any(|a| *a == key.addr)
+        })
+    }
+
+    /// Drops a live entry that no group lists any more; true if it is gone.
+    fn drop_live_if_unheld(&mut self, key: &BrokerAddrKey) -> bool {
+        if self.holds(key) {
+            return false;
+        }
+        self.live.remove(key);
+        true
+    }
+
+    /// Brokers leaving (connection closed, expired): the unregistrations that remove them
+    /// from every group listing them. Live entries no group lists are dropped at once.
+    pub fn departures(&mut self, keys: &[BrokerAddrKey]) -> Vec<Unregistration> {
+        let mut out = Vec::new();
+        for k in keys {
+            let found = self.unregistrations_for(k);
+            if found.is_empty() {
+                self.live.remove(k);
+            }
+            out.extend(found);
+        }
+        out
+    }
+
+    /// The live entries registered on connection `conn`.
+    pub fn registered_on(&self, conn: ConnId) -> Vec<BrokerAddrKey> {
+        self.live
+            .iter()
+            .filter(|(_, l)| l.conn == conn)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Live entries whose deadline passed at `now_ms`, with the connection each registered on.
+    pub fn expired(&self, now_ms: i64) -> Vec<(BrokerAddrKey, ConnId)> {
+        self.live
+            .iter()
+            .filter(|(_, l)| l.last_update_ms.saturating_add(l.timeout_ms) < now_ms)
+            .map(|(k, l)| (k.clone(), l.conn))
+            .collect()
+    }
+
+    /// Removes group members that have no live entry (after loading a snapshot, whose members
+    /// must be backed by a broker that can still expire), and the topics left without groups.
+    /// Returns whether anything was removed.
+    pub fn drop_members_without_live(&mut self) -> bool {
+        let mut gone = Vec::new();
+        for bd in self.brokers.values() {
+            for (id, addr) in &bd.broker_addrs {
+                let alive = self
+                    .live
+                    .keys()
+                    .any(|k| k.addr == *addr && self.in_cluster(bd, &k.cluster));
+                if !alive {
+                    gone.push(Unregistration {
+                        cluster: bd.cluster.clone(),
+                        broker_addr: addr.clone(),
+                        broker_name: bd.broker_name.clone(),
+                        broker_id: *id,
+                    });
+                }
+            }
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        self.unregister(&gone, false);
+        true
+    }
+
+    /// Every group member that clients can be routed to has a live entry, so that it expires
+    /// when its broker goes silent. Checked by tests after every step.
+    #[cfg(test)]
+    pub fn members_are_alive(&self) -> Result<(), String> {
+        for bd in self.brokers.values() {
+            for addr in bd.broker_addrs.values() {
+                let alive = self
+                    .live
+                    .keys()
+                    .any(|k| k.addr == *addr && self.in_cluster(bd, &k.cluster));
+                if !alive {
+                    return Err(format!(
+                        "{}: {addr} is listed but not alive",
+                        bd.broker_name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).

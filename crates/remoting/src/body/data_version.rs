@@ -1,7 +1,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::BodyError;
-use crate::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+use crate::json::{parse_value_bounded, JsonStyle, JsonWriter, ObjectExt};
 
 /// A broker's topic-config version; brokers and the NameServer compare all three fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -30,8 +30,23 @@ impl DataVersion {
         })
     }
 
+    /// Brokers send the three numbers; anything else is read leniently if it is small.
     pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
-        match parse_value(body)? {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Numbers {
+            counter: Option<i64>,
+            state_version: Option<i64>,
+            timestamp: Option<i64>,
+        }
+        if let Some(n) = crate::json::parse_strict::<Numbers>(body) {
+            return Ok(DataVersion {
+                counter: n.counter.unwrap_or(0),
+                state_version: n.state_version.unwrap_or(0),
+                timestamp: n.timestamp.unwrap_or_else(now_millis),
+            });
+        }
+        match parse_value_bounded(body, "DataVersion")? {
             Value::Object(obj) => Self::from_object(&obj),
             _ => Err(BodyError::Format("DataVersion is not an object".into())),
         }

@@ -19,6 +19,14 @@ use serde_json::{Map, Value};
 use crate::error::BodyError;
 use crate::json::parse_value;
 
+/// A peer's body that must be an object, read into a tree: bounded by `json::TREE_MAX`.
+pub(crate) fn parse_peer_object(body: &[u8], what: &str) -> Result<Map<String, Value>, BodyError> {
+    match crate::json::parse_value_bounded(body, what)? {
+        Value::Object(obj) => Ok(obj),
+        _ => Err(BodyError::Format(format!("{what} is not a JSON object"))),
+    }
+}
+
 pub(crate) fn parse_object(body: &[u8], what: &str) -> Result<Map<String, Value>, BodyError> {
     match parse_value(body)? {
         Value::Object(obj) => Ok(obj),

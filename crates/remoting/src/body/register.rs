@@ -7,10 +7,12 @@ use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use serde_json::{Map, Value};
 
-use super::{as_object, parse_object, DataVersion, TopicQueueMappingInfo};
+use super::{as_object, parse_peer_object, DataVersion, TopicQueueMappingInfo};
 use crate::codes::version;
 use crate::error::BodyError;
-use crate::json::{parse_value, value_as_string, JsonStyle, JsonWriter, ObjectExt};
+use crate::json::{
+    parse_value, parse_value_bounded, value_as_string, JsonStyle, JsonWriter, ObjectExt,
+};
 
 /// Upper bound on what a compressed register body may inflate to, so that a small hostile body
 /// cannot exhaust memory.
@@ -321,7 +323,7 @@ impl RegisterBrokerBody {
         if version < version::V3_0_11 {
             let wrapper = match super::register_strict::wrapper(body) {
                 Some(strict) => strict?,
-                None => TopicConfigWrapper::from_object(&parse_object(body, "wrapper")?)?,
+                None => TopicConfigWrapper::from_object(&parse_peer_object(body, "wrapper")?)?,
             };
             return Ok(RegisterBrokerBody {
                 wrapper,
@@ -337,7 +339,7 @@ impl RegisterBrokerBody {
         if let Some(strict) = super::register_strict::register_body(body) {
             return strict;
         }
-        let obj = parse_object(body, "RegisterBrokerBody")?;
+        let obj = parse_peer_object(body, "RegisterBrokerBody")?;
         let filter_server_list = match obj.get("filterServerList") {
             None => Some(Vec::new()),
             Some(Value::Null) => None,
@@ -374,7 +376,8 @@ impl RegisterBrokerBody {
                 .map_err(|_| BodyError::Format("compressed body is not UTF-8".into()))?;
             topic_configs.push(TopicConfig::decode_line(line)?);
         }
-        let filter_server_list = match parse_value(&sections.bytes()?)? {
+        let filter_server_list = match parse_value_bounded(&sections.bytes()?, "filterServerList")?
+        {
             Value::Null => None,
             v => Some(string_list(&v)?),
         };

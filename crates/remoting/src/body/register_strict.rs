@@ -8,13 +8,14 @@ use std::marker::PhantomData;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{
     DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper, TopicQueueMappingInfo,
 };
 use crate::error::BodyError;
-use crate::json::parse_strict;
+use crate::json::{parse_strict, parse_value_bounded};
 
 /// Distinguishes an explicit `null` (`Some(None)`) from a missing property (`None`).
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
@@ -49,19 +50,23 @@ where
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Body {
+struct Body<'a> {
     #[serde(default, deserialize_with = "present")]
     filter_server_list: Option<Option<Vec<String>>>,
-    topic_config_serialize_wrapper: Option<Wrapper>,
+    #[serde(borrow)]
+    topic_config_serialize_wrapper: Option<Wrapper<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Wrapper {
+pub(super) struct Wrapper<'a> {
     data_version: Option<Version>,
     #[serde(default, deserialize_with = "map_values")]
     topic_config_table: Vec<Config>,
-    topic_queue_mapping_info_map: Option<BTreeMap<String, Value>>,
+    /// Kept as text and read one at a time, each within the bound on lenient reading: as a
+    /// tree here, a large body of them would take tens of times its size.
+    #[serde(borrow)]
+    topic_queue_mapping_info_map: Option<BTreeMap<String, &'a RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -118,11 +123,13 @@ impl Config {
     }
 }
 
-impl Wrapper {
+impl Wrapper<'_> {
     pub(super) fn into_wrapper(self) -> Result<TopicConfigWrapper, BodyError> {
         let mut mapping_info = Vec::new();
         for (topic, info) in self.topic_queue_mapping_info_map.unwrap_or_default() {
-            if let Value::Object(obj) = info {
+            if let Value::Object(obj) =
+                parse_value_bounded(info.get().as_bytes(), "topicQueueMappingInfo")?
+            {
                 mapping_info.push((topic, TopicQueueMappingInfo::from_object(&obj)?));
             }
         }

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{as_object, parse_object};
+use super::{as_object, parse_object, parse_peer_object};
 use crate::error::BodyError;
 use crate::json::{JsonStyle, JsonWriter, ObjectExt};
 
@@ -152,7 +152,7 @@ impl TopicQueueMappingInfo {
     }
 
     pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
-        Self::from_object(&parse_object(body, "TopicQueueMappingInfo")?)
+        Self::from_object(&parse_peer_object(body, "TopicQueueMappingInfo")?)
     }
 
     pub fn write(&self, w: &mut JsonWriter) {

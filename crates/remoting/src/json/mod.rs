@@ -7,6 +7,6 @@ mod writer;
 
 pub use lenient::parse as parse_lenient;
 pub(crate) use read::parse_strict;
-pub use read::{parse_value, ObjectExt};
+pub use read::{parse_value, parse_value_bounded, ObjectExt, TREE_MAX};
 pub(crate) use read::{value_as_i64, value_as_string};
 pub use writer::{JsonStyle, JsonWriter};

@@ -12,6 +12,22 @@ pub fn parse_value(input: &[u8]) -> Result<Value, BodyError> {
     }
 }
 
+/// The largest input read into a tree (`serde_json::Value`) where a peer chooses the input: a
+/// tree takes tens of times the text's size, so anything larger must be in the exact shape a
+/// typed reader takes.
+pub const TREE_MAX: usize = 256 * 1024;
+
+/// `parse_value` for input a peer chose: refused beyond [`TREE_MAX`].
+pub fn parse_value_bounded(input: &[u8], what: &str) -> Result<Value, BodyError> {
+    if input.len() > TREE_MAX {
+        return Err(BodyError::Format(format!(
+            "{what} of {} bytes is not in the form Java writes, and too large to read leniently",
+            input.len()
+        )));
+    }
+    parse_value(input)
+}
+
 /// Reads input that is exactly in the shape `T` expects, or `None` (for a lenient reader to
 /// take over). UTF-8 is validated once for the whole input: parsing from bytes checks every
 /// string again, and headers and register bodies are mostly strings.
