@@ -23,6 +23,8 @@ pub enum AuthError {
     Parse(PathBuf, String),
 }
 
+const SIGNATURE_CHECK_FAILED: &str = "signature check failed";
+
 /// Access keys and their secrets, from a properties file of `accessKey=secretKey` lines.
 pub struct Credentials {
     path: PathBuf,
@@ -58,14 +60,18 @@ impl Credentials {
                 r.code
             ));
         };
+        // An unknown key and a wrong signature are answered alike, so that the answers do not
+        // tell which access keys exist; only the server's log says which it was.
         let secrets = self.secrets.read();
         let Some(secret) = secrets.get(access_key) else {
-            return Err(format!("unknown {ACCESS_KEY} {access_key}"));
+            info!(access_key = ?access_key, "refused a write signed with an unknown access key");
+            return Err(SIGNATURE_CHECK_FAILED.into());
         };
         if acl::verify(r.ext_fields.as_ref(), r.body.as_deref(), secret, signature) {
             Ok(())
         } else {
-            Err(format!("signature mismatch for {ACCESS_KEY} {access_key}"))
+            info!(access_key = ?access_key, "refused a write with a wrong signature");
+            Err(SIGNATURE_CHECK_FAILED.into())
         }
     }
 

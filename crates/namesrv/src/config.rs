@@ -147,9 +147,18 @@ server_config! { defaults(home, rocketmq_home) {
     "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
 }}
 
-/// Keys that name files or paths can never be changed remotely: writing them was a remote
-/// code execution hole in old Java versions. Nor can authentication be switched remotely.
-const ALWAYS_BLACKLISTED: [&str; 8] = [
+/// Keys that can never be changed remotely, whatever `configBlackList` says: any access key
+/// may send UPDATE_NAMESRV_CONFIG (a broker's included), so nothing it sets may weaken the
+/// server's protection or name a file the server reads or writes (writing paths was a remote
+/// code execution hole in old Java versions).
+/// - paths and files: the config, KV, snapshot and credentials files, logs, the home;
+/// - `configBlackList` itself, which would otherwise unlock the rest;
+/// - `authenticationEnabled`: switching authentication off;
+/// - `bindAddress`, `httpBindAddress`: widening a loopback or internal-only listener to every
+///   interface after the next restart;
+/// - `advertisedAddresses`: the address server answers it to clients looking for name
+///   servers, so rewriting it would send a cluster's clients to a server of the attacker's.
+const ALWAYS_BLACKLISTED: [&str; 11] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -158,7 +167,14 @@ const ALWAYS_BLACKLISTED: [&str; 8] = [
     "authCredentialsPath",
     "routeSnapshotPath",
     "logDir",
+    "bindAddress",
+    "httpBindAddress",
+    "advertisedAddresses",
 ];
+
+/// TLS settings decide whether traffic is encrypted and peers verified, and name certificate
+/// and key files: every key under this prefix is refused, including ones added later.
+const ALWAYS_BLACKLISTED_PREFIX: &str = "tls.";
 
 /// The effective configuration plus what Java also remembers: unknown keys of the config file,
 /// and the blacklist fixed at start.
@@ -226,7 +242,8 @@ impl Settings {
     }
 
     pub fn blacklisted<'a>(&self, keys: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-        keys.into_iter().find(|k| self.blacklist.contains(*k))
+        keys.into_iter()
+            .find(|k| self.blacklist.contains(*k) || k.starts_with(ALWAYS_BLACKLISTED_PREFIX))
     }
 
     /// Applies a remote update (already checked against the blacklist): config keys are bound,
@@ -256,15 +273,38 @@ impl Settings {
             };
         }
         all.iter()
-            .map(|(k, v)| format!("{}={}\n", escape(k), escape(v)))
+            .map(|(k, v)| format!("{}={}\n", escape_key(k), escape_value(v)))
             .collect()
     }
+}
+
+/// Escapes a key as Java's `Properties.store` does: besides what values need, every character
+/// that would end the key early (whitespace, `=`, `:`) and the comment marks `#` and `!`.
+/// Control characters are written as `\uXXXX` so that the line stays one readable line.
+fn escape_key(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{c}' => out.push_str("\\f"),
+            ' ' | '=' | ':' | '#' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes what would change meaning when the listing is read back as properties: a line break
 /// in a value must not start a new (possibly blacklisted) key, and a trailing backslash must not
 /// swallow the next line.
-fn escape(text: &str) -> String {
+fn escape_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.chars().enumerate() {
         match c {
@@ -316,6 +356,78 @@ mod tests {
         assert_eq!(get("productEnvName"), ["a\nkvConfigPath=/evil\\"]);
         assert_eq!(get("kvConfigPath"), ["/h/namesrv/kvConfig.json"]);
         assert_eq!(get("bindAddress"), [" x\ty"]);
+    }
+
+    #[test]
+    fn listing_reads_back_to_the_same_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("namesrv.conf");
+        std::fs::write(
+            &file,
+            "myCustom\\ key=one\nfoo\\:bar=two\n\\#hashkey=three\na\\=b=four\n\\!bang=five\n\
+             back\\\\slash=six\ntab\\tkey=seven\nctl\\u0001key=eight\n\\ lead=nine\n",
+        )
+        .unwrap();
+        let mut s = Settings::defaults(dir.path(), None);
+        s.load_file(&file).unwrap();
+        let want = [
+            ("myCustom key", "one"),
+            ("foo:bar", "two"),
+            ("#hashkey", "three"),
+            ("a=b", "four"),
+            ("!bang", "five"),
+            ("back\\slash", "six"),
+            ("tab\tkey", "seven"),
+            ("ctl\u{1}key", "eight"),
+            (" lead", "nine"),
+        ];
+        for (k, v) in want {
+            assert_eq!(s.extra(k), Some(v), "{k:?} as loaded");
+        }
+        let listing = s.listing();
+        let back: BTreeMap<String, String> = parse_properties(listing.as_bytes())
+            .unwrap()
+            .into_iter()
+            .collect();
+        for (k, v) in want {
+            assert_eq!(
+                back.get(k).map(String::as_str),
+                Some(v),
+                "{k:?} in\n{listing}"
+            );
+        }
+        let server_keys = s
+            .server
+            .entries()
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .count();
+        assert_eq!(back.len(), want.len() + server_keys, "{listing}");
+    }
+
+    #[test]
+    fn tls_and_security_keys_are_blacklisted_whatever_the_file_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("namesrv.conf");
+        std::fs::write(&file, "configBlackList=\ntls.server.mode=enforcing\n").unwrap();
+        let mut s = Settings::defaults(dir.path(), None);
+        s.load_file(&file).unwrap();
+        for key in [
+            "tls.server.mode",
+            "tls.server.need.client.auth",
+            "tls.server.certPath",
+            "tls.some.future.key",
+            "bindAddress",
+            "httpBindAddress",
+            "advertisedAddresses",
+            "configBlackList",
+        ] {
+            assert_eq!(s.blacklisted(["productEnvName", key]), Some(key));
+        }
+        assert_eq!(
+            s.blacklisted(["productEnvName", "tlsish", "listenPort"]),
+            None
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use parking_lot::{Mutex, RwLock};
 use remoting::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
 
-use crate::persist::write_atomically;
+use crate::persist::{remove_stale_temps, write_atomically};
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -81,6 +81,7 @@ fn decode(bytes: &[u8]) -> Result<Table, String> {
 impl KvStore {
     /// Loads the file; a missing or empty file is an empty store, a corrupt one an error.
     pub fn open(path: PathBuf) -> Result<Self, KvError> {
+        remove_stale_temps(&path);
         let table = if path.exists() {
             let bytes = std::fs::read(&path).map_err(|e| KvError::Read(path.clone(), e))?;
             decode(&bytes).map_err(|e| KvError::Parse(path.clone(), e))?

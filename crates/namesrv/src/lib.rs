@@ -81,6 +81,8 @@ pub async fn run(
     if server.enable_controller_in_namesrv {
         tracing::warn!("enableControllerInNamesrv is not supported; no controller is started");
     }
+    // The KV store and the route snapshot clear their own leftovers when they load.
+    persist::remove_stale_temps(std::path::Path::new(&server.config_store_path));
     let kv = KvStore::open(server.kv_config_path.clone().into())?;
     let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
         settings.extra(k).map(String::from)

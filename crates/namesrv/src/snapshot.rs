@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::persist::write_atomically;
+use crate::persist::{remove_stale_temps, write_atomically};
 use crate::route::{BrokerAddrKey, BrokerLive, Registry, TopicQueues};
 use crate::state::{now_ms, State};
 
@@ -230,6 +230,7 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
 /// Loads the snapshot at `path`; a missing or unreadable one means an empty registry (the
 /// snapshot is a cache: brokers re-register within one period anyway).
 pub fn load(path: &Path) -> Registry {
+    remove_stale_temps(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Registry::default(),

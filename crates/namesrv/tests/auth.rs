@@ -38,10 +38,6 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
     assert_eq!(wrong_secret.code, response::NO_PERMISSION);
     let unknown = call(&client, sign(put("a"), "intruder", "secret-1")).await;
     assert_eq!(unknown.code, response::NO_PERMISSION);
-    assert_eq!(
-        unknown.remark.as_deref(),
-        Some("unknown AccessKey intruder")
-    );
     let mut tampered = sign(put("a"), "admin", "secret-1");
     tampered
         .ext_fields

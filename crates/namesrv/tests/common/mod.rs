@@ -47,6 +47,13 @@ impl Server {
             format!("listenPort=0\nbindAddress=127.0.0.1\nhttpPort=0\n{props}\n"),
         )
         .unwrap();
+        Self::resume_in(home)
+    }
+
+    /// Starts in an existing home directory with the config file as the last server left it
+    /// (to test what it persisted).
+    pub fn resume_in(home: &Path) -> Self {
+        let config = home.join("namesrv.conf");
         let mut child = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
             .arg("-c")
             .arg(&config)
