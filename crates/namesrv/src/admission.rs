@@ -152,7 +152,10 @@ pub fn raise_open_files_limit() -> u64 {
                 }
             }
         }
-        limit.rlim_cur as u64
+        // rlim_t is not u64 on every platform.
+        #[allow(clippy::unnecessary_cast)]
+        let soft = limit.rlim_cur as u64;
+        soft
     }
     #[cfg(not(unix))]
     {

@@ -64,8 +64,10 @@ pub struct Metrics {
     snapshot_saved_ms: AtomicI64,
 }
 
-fn code_label(code: i32, result: i32) -> Code {
-    Code((result != remoting::codes::response::REQUEST_CODE_NOT_SUPPORTED).then_some(code))
+/// Only codes the server serves get a label of their own, whatever the answer (during a
+/// graceful shutdown every request is answered GO_AWAY, served code or not).
+fn code_label(code: i32) -> Code {
+    Code(crate::handler::is_served(code).then_some(code))
 }
 
 impl Default for Metrics {
@@ -149,7 +151,7 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn request(&self, code: i32, result: i32, took: Duration) {
-        let code = code_label(code, result);
+        let code = code_label(code);
         self.requests
             .get_or_create(&RequestLabels { code, result })
             .inc();

@@ -267,7 +267,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             };
             // No reserve for more than the frame needs: a peer that announces a large frame and
             // sends nothing must not make us allocate it.
-            self.buf.reserve(wanted.min(READ_CHUNK).max(1));
+            self.buf.reserve(wanted.clamp(1, READ_CHUNK));
             match self.read.read_buf(&mut self.buf).await {
                 Ok(0) if self.buf.is_empty() => return None,
                 Ok(0) => {

@@ -19,11 +19,9 @@ const ADDRS: [&str; 4] = [
 const TOPICS: [&str; 4] = ["t0", "t1", "t2", "t3"];
 const TIMEOUT_MS: i64 = 10_000;
 
+/// A registration of `(cluster, broker name, id, address)`.
 fn registration(
-    cluster: &str,
-    group: &str,
-    id: i64,
-    addr: &str,
+    (cluster, group, id, addr): (&str, &str, i64, &str),
     topics: &[&str],
     counter: i64,
     conn: ConnId,
@@ -76,7 +74,7 @@ fn a_refused_first_registration_changes_nothing() {
     let before = visible(&r);
     for i in 0..100 {
         let name = format!("refused-{i}");
-        let reg = registration("c0", &name, 0, ADDRS[0], &["only"], 1, 1, 0);
+        let reg = registration(("c0", &name, 0, ADDRS[0]), &["only"], 1, 1, 0);
         let (outcome, changed, _) = r.register(reg, RegisterPolicy::default());
         assert_eq!(outcome, RegisterOutcome::Refused);
         assert!(!changed);
@@ -90,11 +88,11 @@ fn an_address_in_two_groups_leaves_both_when_its_connection_closes() {
     let mut r = Registry::default();
     let policy = RegisterPolicy::default();
     r.register(
-        registration("c0", "old-name", 0, ADDRS[0], &TOPICS[..2], 1, 7, 0),
+        registration(("c0", "old-name", 0, ADDRS[0]), &TOPICS[..2], 1, 7, 0),
         policy,
     );
     r.register(
-        registration("c0", "new-name", 0, ADDRS[0], &TOPICS[..2], 1, 7, 0),
+        registration(("c0", "new-name", 0, ADDRS[0]), &TOPICS[..2], 1, 7, 0),
         policy,
     );
     let keys = r.registered_on(7);
@@ -113,11 +111,11 @@ fn unregistering_one_group_keeps_the_address_alive_for_the_other() {
     let mut r = Registry::default();
     let policy = RegisterPolicy::default();
     r.register(
-        registration("c0", "a", 0, ADDRS[0], &TOPICS[..2], 1, 1, 0),
+        registration(("c0", "a", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
         policy,
     );
     r.register(
-        registration("c0", "b", 0, ADDRS[0], &TOPICS[..2], 1, 1, 0),
+        registration(("c0", "b", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
         policy,
     );
     let explicit = Unregistration {
@@ -139,11 +137,11 @@ fn snapshot_members_without_a_live_entry_are_dropped() {
     let mut r = Registry::default();
     let policy = RegisterPolicy::default();
     r.register(
-        registration("c0", "a", 0, ADDRS[0], &TOPICS[..2], 1, 1, 0),
+        registration(("c0", "a", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
         policy,
     );
     r.register(
-        registration("c0", "a", 1, ADDRS[1], &TOPICS[..2], 1, 1, 0),
+        registration(("c0", "a", 1, ADDRS[1]), &TOPICS[..2], 1, 1, 0),
         policy,
     );
     r.live.remove(&key("c0", ADDRS[1]));
@@ -200,7 +198,7 @@ proptest! {
             match step {
                 Step::Register { cluster, group, id, addr, topics, counter, conn } => {
                     let topics: Vec<&str> = topics.iter().map(|t| TOPICS[*t]).collect();
-                    let reg = registration(CLUSTERS[cluster], GROUPS[group], id, ADDRS[addr], &topics, counter, conn, now);
+                    let reg = registration((CLUSTERS[cluster], GROUPS[group], id, ADDRS[addr]), &topics, counter, conn, now);
                     r.register(reg, RegisterPolicy::default());
                 }
                 Step::Unregister { cluster, group, id, addr } => {
