@@ -111,6 +111,37 @@ fn dispatch(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     }
 }
 
+/// Whether `dispatch` has a handler for `code`. Kept next to it, in the same order: metrics
+/// label only these codes by name, so that arbitrary codes cannot grow the metric set.
+pub fn is_served(code: i32) -> bool {
+    matches!(
+        code,
+        req::PUT_KV_CONFIG
+            | req::GET_KV_CONFIG
+            | req::DELETE_KV_CONFIG
+            | req::GET_KVLIST_BY_NAMESPACE
+            | req::REGISTER_BROKER
+            | req::UNREGISTER_BROKER
+            | req::QUERY_DATA_VERSION
+            | req::BROKER_HEARTBEAT
+            | req::GET_BROKER_MEMBER_GROUP
+            | req::GET_ROUTEINFO_BY_TOPIC
+            | req::GET_BROKER_CLUSTER_INFO
+            | req::WIPE_WRITE_PERM_OF_BROKER
+            | req::ADD_WRITE_PERM_OF_BROKER
+            | req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | req::DELETE_TOPIC_IN_NAMESRV
+            | req::REGISTER_TOPIC_IN_NAMESRV
+            | req::GET_TOPICS_BY_CLUSTER
+            | req::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | req::GET_UNIT_TOPIC_LIST
+            | req::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | req::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | req::UPDATE_NAMESRV_CONFIG
+            | req::GET_NAMESRV_CONFIG
+    )
+}
+
 /// A header field the handler cannot work without.
 fn required<'a>(r: &'a RemotingCommand, key: &str) -> Result<&'a str, Failure> {
     r.ext(key)
