@@ -149,10 +149,21 @@ async fn connection(
         io: stream,
         activity: activity.clone(),
     });
+    let app = TowerToHyperService::new(app);
+    let watch = activity.clone();
+    let service = hyper::service::service_fn(move |request| {
+        let busy = Busy::new(watch.clone());
+        let answer = hyper::service::Service::call(&app, request);
+        async move {
+            let answer = answer.await;
+            drop(busy);
+            answer
+        }
+    });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read)
-        .serve_connection(io, TowerToHyperService::new(app));
+        .serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;
     loop {
@@ -167,7 +178,7 @@ async fn connection(
             // a peer can leave hanging (idle keep-alive, a body that never comes, a response
             // nobody reads). Dropping the connection closes the socket.
             _ = tokio::time::sleep_until(idle_until) => {
-                if activity.last() + limits.idle <= Instant::now() {
+                if !activity.busy() && activity.last() + limits.idle <= Instant::now() {
                     return;
                 }
             }
@@ -175,11 +186,13 @@ async fn connection(
     }
 }
 
-/// When bytes last moved on a connection, either way.
+/// When bytes last moved on a connection, either way, and whether a request is being served:
+/// a slow answer is not idleness.
 struct Activity {
     start: Instant,
     /// Milliseconds after `start`.
     last_ms: AtomicU64,
+    in_flight: AtomicUsize,
 }
 
 impl Activity {
@@ -187,7 +200,12 @@ impl Activity {
         Activity {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
         }
+    }
+
+    fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
     }
 
     fn touch(&self) {
@@ -197,6 +215,23 @@ impl Activity {
 
     fn last(&self) -> Instant {
         self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// A request being served; the idle clock restarts when it ends.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
