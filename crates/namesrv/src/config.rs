@@ -140,6 +140,9 @@ server_config! { defaults(home, rocketmq_home) {
     "httpEnable" => http_enable: bool = true;
     "httpBindAddress" => http_bind_address: String = String::new();
     "httpPort" => http_port: i32 = 9877;
+    "httpHeaderReadTimeoutSeconds" => http_header_read_timeout_seconds: i32 = 5;
+    "httpIdleTimeoutSeconds" => http_idle_timeout_seconds: i32 = 30;
+    "httpMaxConnections" => http_max_connections: i32 = 256;
     "advertisedAddresses" => advertised_addresses: String = String::new();
     "routeSnapshotEnable" => route_snapshot_enable: bool = true;
     "logDir" => log_dir: String = home.join("logs").join("rocketmqlogs").display().to_string();

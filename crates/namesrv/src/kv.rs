@@ -108,6 +108,20 @@ impl KvStore {
         self.table.read().keys().cloned().collect()
     }
 
+    /// Up to `limit` entries as `(namespace, key, value)`, in order, and how many there are in
+    /// all: a view of a large store that costs what it shows, not what the store holds.
+    pub fn first_entries(&self, limit: usize) -> (Vec<(String, String, String)>, usize) {
+        let table = self.table.read();
+        let total = table.values().map(BTreeMap::len).sum();
+        let entries = table
+            .iter()
+            .flat_map(|(ns, entries)| entries.iter().map(move |(k, v)| (ns, k, v)))
+            .take(limit)
+            .map(|(ns, k, v)| (ns.clone(), k.clone(), v.clone()))
+            .collect();
+        (entries, total)
+    }
+
     /// Stores `value` (or removes the key for `None`, as a Java null value vanishes).
     pub fn put(&self, namespace: &str, key: &str, value: Option<&str>) -> Result<(), KvError> {
         self.change(|t| {

@@ -58,8 +58,9 @@ async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListe
         .with_context(|| format!("cannot listen on {host}:{port}"))
 }
 
-/// Descriptors kept out of the connection cap: the HTTP port's connections, files, logs.
-const FD_RESERVE: u64 = 512;
+/// Descriptors kept out of the connection cap besides the HTTP port's: files, logs, the
+/// blocking pool's work.
+const FD_RESERVE: u64 = 256;
 
 /// What large frames may hold in memory at once, across connections: room for one frame of the
 /// largest size and what decoding it builds, and never less than a few medium ones.
@@ -134,7 +135,12 @@ pub async fn run(
         server.server_max_connections,
         server.server_max_connections_per_address,
         fd_limit,
-        FD_RESERVE,
+        FD_RESERVE
+            + if server.http_enable {
+                server.http_max_connections.max(0) as u64
+            } else {
+                0
+            },
     );
     info!(
         open_files = fd_limit,

@@ -16,8 +16,9 @@ use prometheus_client::registry::Registry;
 
 use crate::state::now_ms;
 
-/// A request code as a label value; codes we do not serve all count as `other`, so that a
-/// client sending arbitrary codes cannot grow the metric set without bound. Integers keep the
+/// A request code as a label value; codes we do not serve all count as `other`, whatever the
+/// answer (GO_AWAY during a graceful shutdown answers every code), so that a client sending
+/// arbitrary codes cannot grow the metric set without bound. Integers keep the
 /// per-request cost free of allocations.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 struct Code(Option<i32>);
@@ -44,7 +45,28 @@ struct CodeLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClusterLabel {
-    cluster: String,
+    cluster: Escaped,
+}
+
+/// A label value from outside (a broker's cluster name). The encoder writes values as given,
+/// so a quote or line feed in a name would end the value or the line and forge series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Escaped(String);
+
+impl EncodeLabelValue for Escaped {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        let mut rest = self.0.as_str();
+        while let Some(at) = rest.find(['\\', '"', '\n']) {
+            encoder.write_str(&rest[..at])?;
+            encoder.write_str(match rest.as_bytes()[at] {
+                b'\\' => "\\\\",
+                b'"' => "\\\"",
+                _ => "\\n",
+            })?;
+            rest = &rest[at + 1..];
+        }
+        encoder.write_str(rest)
+    }
 }
 
 pub struct Metrics {
@@ -200,7 +222,9 @@ impl Metrics {
         self.brokers_alive.clear();
         for (cluster, count) in alive_per_cluster {
             self.brokers_alive
-                .get_or_create(&ClusterLabel { cluster })
+                .get_or_create(&ClusterLabel {
+                    cluster: Escaped(cluster),
+                })
                 .set(count as i64);
         }
         self.topics.set(topics as i64);
