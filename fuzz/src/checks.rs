@@ -1,5 +1,5 @@
 //! What each fuzz target checks, one function per target. The corpus replay test
-//! (`crates/remoting/tests/fuzz_corpus.rs`) includes this file, so that CI runs the committed
+//! (`crates/namesrv/tests/fuzz_corpus.rs`) includes this file, so that CI runs the committed
 //! inputs through exactly the code the fuzzer ran.
 
 use std::io::Write;
@@ -8,14 +8,14 @@ use std::path::Path;
 use bytes::{Bytes, BytesMut};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use remoting::body::{
+use rocketmq_wire::body::{
     ClusterInfo, DataVersion, KvTable, RegisterBrokerBody, TopicList, TopicQueueMappingInfo,
     TopicRouteData,
 };
-use remoting::codes::LanguageCode;
-use remoting::frame::{decode_payload, encode_frame, RemotingCodec};
-use remoting::header::{decode_binary, decode_json, encode_binary, encode_json};
-use remoting::{RemotingCommand, SerializeType};
+use rocketmq_wire::codes::LanguageCode;
+use rocketmq_wire::frame::{decode_payload, encode_frame, RemotingCodec};
+use rocketmq_wire::header::{decode_binary, decode_json, encode_binary, encode_json};
+use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio_util::codec::Decoder;
 
 /// A frame cap far below the real 16 MiB, so that short inputs reach the too-long paths.
@@ -122,7 +122,7 @@ pub fn bodies(data: &[u8]) {
     let _ = KvTable::decode(data);
     let _ = TopicList::decode(data);
     let _ = TopicQueueMappingInfo::decode(data);
-    let _ = remoting::json::parse_lenient(data);
+    let _ = rocketmq_wire::json::parse_lenient(data);
 }
 
 /// An UPDATE_NAMESRV_CONFIG body. The persisted listing is re-read at the next start, so it

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use remoting::acl::{self, ACCESS_KEY, SIGNATURE};
-use remoting::RemotingCommand;
+use rocketmq_wire::acl::{self, ACCESS_KEY, SIGNATURE};
+use rocketmq_wire::RemotingCommand;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 

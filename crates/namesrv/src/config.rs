@@ -135,7 +135,7 @@ server_config! { defaults(home, rocketmq_home) {
     "enableShutdownGracefully" => enable_shutdown_gracefully: bool = false;
     "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = 30;
     "useEpollNativeSelector" => use_epoll_native_selector: bool = false;
-    "maxFrameLength" => max_frame_length: i64 = remoting::frame::DEFAULT_MAX_FRAME as i64;
+    "maxFrameLength" => max_frame_length: i64 = rocketmq_wire::frame::DEFAULT_MAX_FRAME as i64;
     "authenticationEnabled" => authentication_enabled: bool = false;
     "httpEnable" => http_enable: bool = true;
     "httpBindAddress" => http_bind_address: String = String::new();
@@ -198,7 +198,7 @@ pub enum ConfigError {
 
 /// Parses Java `.properties` text.
 pub fn parse_properties(text: &[u8]) -> Result<Vec<(String, String)>, ConfigError> {
-    remoting::properties::parse(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    rocketmq_wire::properties::parse(text).map_err(|e| ConfigError::Parse(e.to_string()))
 }
 
 impl Settings {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::notify;
-use crate::route::{BrokerAddrKey, Unregistration};
+use crate::registry::{BrokerAddrKey, Unregistration};
 use crate::state::{now_ms, State};
 
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parking_lot::{Mutex, RwLock};
-use remoting::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+use rocketmq_wire::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
 
 use crate::persist::{remove_stale_temps, write_atomically};
 

@@ -1,12 +1,28 @@
 //! A drop-in RocketMQ NameServer.
 //!
+//! A request arrives on a connection served by `server` (after `admission` let the
+//! connection in and `proxy` and `tls` unwrapped it), is dispatched through the one table of
+//! request codes in `handler` (one module per request family), and reads or changes the state
+//! in `state::State`: the [`registry`], the [`kv`] store and the [`config`].
+//!
+//! - `admission`: caps on connections, in total and per source address;
+//! - `auth`: signature checks of state-changing requests and their credentials file;
 //! - [`config`]: the Java properties keys, defaults, blacklist and listing;
+//! - `handler`: the table of request codes and one module per request family;
+//! - `housekeeping`: the timer of the broker expiry scan and the batch unregistration queue;
+//! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
 //! - [`kv`]: the namespaced KV store and its file;
-//! - [`route`]: the routing tables, their rules, and the encoded-route cache;
-//! - `handler`: one module per request family, reached from one dispatch table;
-//! - `server`: accept loop and per-connection tasks;
-//! - `housekeeping`: broker expiry and batch unregistration;
-//! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE.
+//! - [`memory`]: giving memory back after large transient work;
+//! - `metrics`: Prometheus metrics;
+//! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
+//! - `persist`: crash-safe file replacement;
+//! - `proxy`: HAProxy PROXY headers before the first frame;
+//! - [`registry`]: the routing tables, their rules, liveness, and the encoded-route cache;
+//! - `server`: the accept loop and per-connection frame reading and writing;
+//! - `snapshot`: the route snapshot for warm restarts;
+//! - `state`: everything the handlers share;
+//! - `tls`: TLS modes and certificates;
+//! - `watch`: reloading files when they change.
 
 mod admission;
 mod auth;
@@ -20,7 +36,7 @@ mod metrics;
 mod notify;
 mod persist;
 mod proxy;
-pub mod route;
+pub mod registry;
 mod server;
 mod snapshot;
 mod state;
@@ -41,7 +57,7 @@ use tracing::info;
 
 use crate::config::Settings;
 use crate::kv::KvStore;
-use crate::route::RouteTable;
+use crate::registry::RouteTable;
 use crate::state::State;
 
 /// Where the server listens.

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use remoting::client::Client;
-use remoting::codes::request::NOTIFY_MIN_BROKER_ID_CHANGE;
-use remoting::RemotingCommand;
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request::NOTIFY_MIN_BROKER_ID_CHANGE;
+use rocketmq_wire::RemotingCommand;
 use tracing::{debug, warn};
 
-use crate::route::MinIdNotice;
+use crate::registry::MinIdNotice;
 
 const SEND_TIMEOUT: Duration = Duration::from_millis(300);
 
@@ -28,7 +28,7 @@ pub fn min_broker_id_changed(notice: MinIdNotice) {
             let sent = tokio::time::timeout(SEND_TIMEOUT, async {
                 let client = Client::connect(addr.as_str()).await?;
                 client.send_oneway(request).await?;
-                Ok::<_, remoting::client::ClientError>(())
+                Ok::<_, rocketmq_wire::client::ClientError>(())
             })
             .await;
             match sent {

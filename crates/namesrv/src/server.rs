@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use remoting::error::FrameError;
-use remoting::frame::{decode_payload, encode_frame};
-use remoting::RemotingCommand;
+use rocketmq_wire::error::FrameError;
+use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -20,7 +20,7 @@ use tracing::{debug, warn};
 use crate::admission::Refusal;
 use crate::handler::{self, Origin};
 use crate::proxy;
-use crate::route::ConnId;
+use crate::registry::ConnId;
 use crate::state::State;
 use crate::tls::{self, TlsMode};
 

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use remoting::body::{BrokerData, DataVersion, QueueData, TopicQueueMappingInfo};
-use remoting::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
+use rocketmq_wire::body::{BrokerData, DataVersion, QueueData, TopicQueueMappingInfo};
+use rocketmq_wire::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::persist::{remove_stale_temps, write_atomically};
-use crate::route::{BrokerAddrKey, BrokerLive, Registry, TopicQueues};
+use crate::registry::{BrokerAddrKey, BrokerLive, Registry, TopicQueues};
 use crate::state::{now_ms, State};
 
 /// Changes are written at most this often.
@@ -141,7 +141,7 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
     let value = parse_value(bytes).map_err(|e| e.to_string())?;
     let obj = value.as_object().ok_or("snapshot is not an object")?;
     let mut r = Registry::default();
-    let err = |e: remoting::error::BodyError| e.to_string();
+    let err = |e: rocketmq_wire::error::BodyError| e.to_string();
     for bd in objects(obj, "brokers")? {
         let bd = BrokerData::from_object(bd).map_err(err)?;
         r.brokers.insert(bd.broker_name.clone(), bd);

@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
-use crate::route::{BrokerAddrKey, ConnId, RouteExtras, RouteTable, Unregistration};
+use crate::registry::{BrokerAddrKey, ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
 
 pub struct State {

@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use remoting::body::ClusterInfo;
-use remoting::codes::{request, response};
-use remoting::frame::encode_frame;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::ClusterInfo;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::frame::encode_frame;
+use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -185,7 +185,7 @@ async fn a_flood_from_one_address_leaves_other_addresses_served() {
 async fn broker_hosts_keep_a_reserve_when_floods_fill_the_server() {
     let server = Server::start_with("serverMaxConnections=60\nserverMaxConnectionsPerAddress=20");
     let broker = Broker::new("ReserveCluster", "kept", 0, "10.1.1.2:10911");
-    let broker_conn = remoting::client::Client::from_stream(
+    let broker_conn = rocketmq_wire::client::Client::from_stream(
         connect_from([127, 0, 0, 5], &server.addr).await.unwrap(),
     );
     let resp = broker.register(&broker_conn, &BASE_TOPICS, 1).await;
@@ -210,7 +210,7 @@ async fn broker_hosts_keep_a_reserve_when_floods_fill_the_server() {
     );
 
     // The broker's host can still open connections and register on them.
-    let again = remoting::client::Client::from_stream(
+    let again = rocketmq_wire::client::Client::from_stream(
         connect_from([127, 0, 0, 5], &server.addr).await.unwrap(),
     );
     let resp = broker.register(&again, &BASE_TOPICS, 2).await;
@@ -263,7 +263,7 @@ async fn send_hostile(addr: String, bytes: Vec<u8>) -> Option<i32> {
         Ok(Ok(_)) => {
             let mut rest = vec![0u8; u32::from_be_bytes(len) as usize];
             stream.read_exact(&mut rest).await.ok()?;
-            let cmd = remoting::frame::decode_payload(bytes::Bytes::from(rest)).ok()?;
+            let cmd = rocketmq_wire::frame::decode_payload(bytes::Bytes::from(rest)).ok()?;
             Some(cmd.code)
         }
         _ => None,

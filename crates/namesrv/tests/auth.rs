@@ -6,9 +6,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use remoting::acl::sign;
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::acl::sign;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 
 fn put(key: &str) -> RemotingCommand {
     RemotingCommand::request(request::PUT_KV_CONFIG)
@@ -109,7 +109,7 @@ fn heartbeat(broker: &Broker) -> RemotingCommand {
         .with_ext("brokerId", broker.id)
 }
 
-fn listed(info: &remoting::body::ClusterInfo, name: &str) -> bool {
+fn listed(info: &rocketmq_wire::body::ClusterInfo, name: &str) -> bool {
     info.broker_addr_table.contains_key(name)
 }
 
@@ -162,7 +162,7 @@ async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() 
         RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
     )
     .await;
-    let info = remoting::body::ClusterInfo::decode(info.body.as_deref().unwrap()).unwrap();
+    let info = rocketmq_wire::body::ClusterInfo::decode(info.body.as_deref().unwrap()).unwrap();
     assert!(
         !listed(&info, "impersonated"),
         "unsigned heartbeats kept it alive"

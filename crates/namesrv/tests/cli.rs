@@ -5,8 +5,8 @@ mod common;
 use std::process::Command;
 
 use common::*;
-use remoting::codes::request;
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
 
 fn mqnamesrv(args: &[&str], home: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
@@ -73,14 +73,15 @@ async fn sigterm_stops_gracefully() {
 
 /// Sends SIGTERM and waits until the server answers GO_AWAY, as it does during the graceful
 /// shutdown wait.
-async fn sigterm_until_go_away(server: &Server, client: &remoting::client::Client) {
+async fn sigterm_until_go_away(server: &Server, client: &rocketmq_wire::client::Client) {
     let pid = server.pid().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     eventually(
         "GO_AWAY during the shutdown wait",
         std::time::Duration::from_secs(2),
         || async {
-            call(client, route_request("T", 479)).await.code == remoting::codes::response::GO_AWAY
+            call(client, route_request("T", 479)).await.code
+                == rocketmq_wire::codes::response::GO_AWAY
         },
     )
     .await;
@@ -96,7 +97,7 @@ async fn graceful_shutdown_sends_newer_clients_away_first() {
     let old = call(&client, route_request("T", 475)).await;
     assert_eq!(
         old.code,
-        remoting::codes::response::TOPIC_NOT_EXIST,
+        rocketmq_wire::codes::response::TOPIC_NOT_EXIST,
         "clients up to 5.3.1 do not know GO_AWAY and are still served"
     );
     let started = std::time::Instant::now();

@@ -8,10 +8,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::*;
-use remoting::body::KvTable;
-use remoting::client::Client;
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::body::KvTable;
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 
 const NAMESPACE: &str = "crash";
 

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use common::*;
-use remoting::body::ClusterInfo;
-use remoting::client::Client;
-use remoting::codes::{request, response};
-use remoting::frame::encode_frame;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::ClusterInfo;
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::frame::encode_frame;
+use rocketmq_wire::RemotingCommand;
 
 /// Registers every `PERIOD` seconds on one connection; when the connection breaks it
 /// reconnects, as a real broker does at its next registration.

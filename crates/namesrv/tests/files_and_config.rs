@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use remoting::acl::sign;
-use remoting::client::Client;
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::acl::sign;
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;

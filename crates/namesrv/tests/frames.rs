@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use common::*;
-use remoting::codes::{request, response};
-use remoting::frame::{decode_payload, encode_frame};
-use remoting::{RemotingCommand, SerializeType};
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

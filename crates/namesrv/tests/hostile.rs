@@ -11,11 +11,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use common::*;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use remoting::body::{TopicList, TopicRouteData};
-use remoting::client::Client;
-use remoting::codes::{request, response};
-use remoting::frame::{decode_payload, encode_frame};
-use remoting::{RemotingCommand, SerializeType};
+use rocketmq_wire::body::{TopicList, TopicRouteData};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -564,7 +564,7 @@ fn zlib(data: &[u8]) -> Vec<u8> {
 }
 
 fn compressed_registration(name: &'static str, body: Vec<u8>) -> RemotingCommand {
-    let crc = remoting::body_crc32(&body);
+    let crc = rocketmq_wire::body_crc32(&body);
     RemotingCommand {
         body: Some(Bytes::from(body)),
         ..registration(name, "10.0.0.10:1")

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use remoting::codes::response;
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::response;
+use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

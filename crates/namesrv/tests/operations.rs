@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -5,9 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use remoting::body::{KvTable, TopicList};
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::body::{KvTable, TopicList};
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 
 fn kv(code: i32, ns: &str, key: &str) -> RemotingCommand {
     RemotingCommand::request(code)

@@ -5,16 +5,16 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use remoting::body::{
+use rocketmq_wire::body::{
     ClusterInfo, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper, TopicRouteData,
 };
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 
 const MASTER: &str = "127.0.0.1:10911";
 const SLAVE: &str = "127.0.0.1:10921";
 
-async fn route(client: &remoting::client::Client, topic: &str) -> Option<TopicRouteData> {
+async fn route(client: &rocketmq_wire::client::Client, topic: &str) -> Option<TopicRouteData> {
     let resp = call(client, route_request(topic, 479)).await;
     match resp.code {
         response::SUCCESS => Some(TopicRouteData::decode(resp.body.as_deref().unwrap()).unwrap()),
@@ -254,7 +254,7 @@ async fn compressed_and_old_bodies_register() {
         .with_ext("haServerAddr", "h:1")
         .with_ext("brokerId", 0)
         .with_ext("compressed", true)
-        .with_ext("bodyCrc32", remoting::body_crc32(&compressed))
+        .with_ext("bodyCrc32", rocketmq_wire::body_crc32(&compressed))
         .with_body(compressed);
     assert_eq!(call(&client, req).await.code, response::SUCCESS);
     let r = route(&client, "Unit").await.unwrap();
@@ -591,8 +591,10 @@ async fn min_broker_id_change_is_notified_to_the_other_members() {
         .await
         .expect("no notification")
         .unwrap();
-    let mut frames =
-        tokio_util::codec::FramedRead::new(&mut stream, remoting::frame::RemotingCodec::default());
+    let mut frames = tokio_util::codec::FramedRead::new(
+        &mut stream,
+        rocketmq_wire::frame::RemotingCodec::default(),
+    );
     let notice = futures::StreamExt::next(&mut frames)
         .await
         .unwrap()

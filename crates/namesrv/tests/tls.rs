@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use remoting::client::Client;
-use remoting::codes::{request, response};
-use remoting::RemotingCommand;
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

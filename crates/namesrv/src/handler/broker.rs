@@ -1,15 +1,15 @@
 //! REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT,
 //! GET_BROKER_MEMBER_GROUP: what brokers send.
 
-use remoting::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
-use remoting::RemotingCommand;
+use rocketmq_wire::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
+use rocketmq_wire::RemotingCommand;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{required, required_i64, success, Context, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
-use crate::route::{
+use crate::registry::{
     Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, Unregistration,
 };
 use crate::state::{now_ms, State};
@@ -24,7 +24,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     }
     let expected_crc = r.ext_i64("bodyCrc32").unwrap_or(0);
     if expected_crc != 0 {
-        let actual = r.body.as_deref().map_or(0, remoting::body_crc32);
+        let actual = r.body.as_deref().map_or(0, rocketmq_wire::body_crc32);
         if actual as i64 != expected_crc {
             return Ok(success(r).with_empty_ext().into_error("crc32 not match"));
         }
@@ -223,13 +223,13 @@ trait IntoError {
 
 impl IntoError for RemotingCommand {
     fn into_error(mut self, remark: &str) -> RemotingCommand {
-        self.code = remoting::codes::response::SYSTEM_ERROR;
+        self.code = rocketmq_wire::codes::response::SYSTEM_ERROR;
         self.remark = Some(remark.to_string());
         self
     }
 
     fn into_error_without_remark(mut self) -> RemotingCommand {
-        self.code = remoting::codes::response::SYSTEM_ERROR;
+        self.code = rocketmq_wire::codes::response::SYSTEM_ERROR;
         self
     }
 }

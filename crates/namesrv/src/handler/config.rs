@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use remoting::codes::response as resp;
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::response as resp;
+use rocketmq_wire::RemotingCommand;
 
 use super::{success, Failure, Reply};
 use crate::config::parse_properties;

@@ -1,8 +1,8 @@
 //! PUT_KV_CONFIG, GET_KV_CONFIG, DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE.
 
-use remoting::body::KvTable;
-use remoting::codes::response as resp;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::KvTable;
+use rocketmq_wire::codes::response as resp;
+use rocketmq_wire::RemotingCommand;
 
 use super::{required, success, Failure, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;

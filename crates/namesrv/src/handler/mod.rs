@@ -10,10 +10,10 @@ mod topic;
 use std::net::IpAddr;
 use std::time::Instant;
 
-use remoting::codes::{request as req, response as resp, version};
-use remoting::RemotingCommand;
+use rocketmq_wire::codes::{request as req, response as resp, version};
+use rocketmq_wire::RemotingCommand;
 
-use crate::route::ConnId;
+use crate::registry::ConnId;
 use crate::state::State;
 
 /// A request that could not be served: answered SYSTEM_ERROR with this remark.

@@ -1,6 +1,6 @@
 //! WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER.
 
-use remoting::RemotingCommand;
+use rocketmq_wire::RemotingCommand;
 
 use super::{required, success, Reply};
 use crate::state::State;

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use remoting::body::TopicRouteData;
-use remoting::codes::{response as resp, version};
-use remoting::json::JsonStyle;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::TopicRouteData;
+use rocketmq_wire::codes::{response as resp, version};
+use rocketmq_wire::json::JsonStyle;
+use rocketmq_wire::RemotingCommand;
 
 use super::{success, Failure, Reply};
 use crate::state::State;

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use remoting::body::{TopicList, TopicRouteData};
-use remoting::codes::request as req;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::{TopicList, TopicRouteData};
+use rocketmq_wire::codes::request as req;
+use rocketmq_wire::RemotingCommand;
 
 use super::{required, success, Failure, Reply};
 use crate::state::State;
@@ -82,7 +82,7 @@ pub fn register(state: &State, r: &RemotingCommand) -> Reply {
     if let Some(body) = &r.body {
         // Read as a tree; a route body is small, and a peer's large one would cost many times
         // its size.
-        if body.len() > remoting::json::TREE_MAX {
+        if body.len() > rocketmq_wire::json::TREE_MAX {
             return Err(Failure(format!("topic route body of {} bytes", body.len())));
         }
         let route = TopicRouteData::decode(body)?;

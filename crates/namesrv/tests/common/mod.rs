@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use remoting::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
-use remoting::client::Client;
-use remoting::codes::request;
-use remoting::RemotingCommand;
+use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
 use tempfile::TempDir;
 
 pub const TIMEOUT: Duration = Duration::from_secs(5);
@@ -118,7 +118,7 @@ pub async fn call(client: &Client, cmd: RemotingCommand) -> RemotingCommand {
 pub async fn call_result(
     client: &Client,
     cmd: RemotingCommand,
-) -> Result<RemotingCommand, remoting::client::ClientError> {
+) -> Result<RemotingCommand, rocketmq_wire::client::ClientError> {
     client.invoke(cmd, TIMEOUT).await
 }
 
@@ -175,7 +175,7 @@ impl Broker {
             .with_ext("brokerId", self.id)
             .with_ext("enableActingMaster", false)
             .with_ext("compressed", false)
-            .with_ext("bodyCrc32", remoting::body_crc32(&body))
+            .with_ext("bodyCrc32", rocketmq_wire::body_crc32(&body))
             .with_body(body)
     }
 

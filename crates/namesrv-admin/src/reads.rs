@@ -1,0 +1,180 @@
+//! Commands that only look: answered by the first NameServer that responds (getNamesrvConfig
+//! asks every one, since each has its own configuration).
+
+use rocketmq_wire::body::{ClusterInfo, KvTable, TopicList, TopicRouteData};
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
+use serde_json::{json, Map, Value};
+
+use crate::error::AdminError;
+use crate::namesrvs::{Namesrvs, Reply};
+use crate::report::{perm, Report, Table};
+
+/// The body as JSON: what the server said, with fastjson's unquoted keys made valid.
+fn body_json(reply: &Reply) -> Result<Value, AdminError> {
+    reply.decode("JSON body", rocketmq_wire::json::parse_value)
+}
+
+pub async fn cluster_list(ns: &Namesrvs) -> Result<Report, AdminError> {
+    let reply = ns
+        .read(RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO))
+        .await?
+        .success()?;
+    let info = reply.decode("cluster info", ClusterInfo::decode)?;
+    let mut table = Table::new(&["Cluster Name", "Broker Name", "BID", "Addr"]);
+    for (cluster, names) in &info.cluster_addr_table {
+        for name in names {
+            let addrs = info.broker_addr_table.get(name).map(|b| &b.broker_addrs);
+            match addrs.filter(|a| !a.is_empty()) {
+                Some(addrs) => {
+                    for (id, addr) in addrs {
+                        table.row(vec![
+                            cluster.clone(),
+                            name.clone(),
+                            id.to_string(),
+                            addr.clone(),
+                        ]);
+                    }
+                }
+                None => table.row(vec![cluster.clone(), name.clone(), "-".into(), "-".into()]),
+            }
+        }
+    }
+    Ok(Report::ok(table.render(), body_json(&reply)?))
+}
+
+pub async fn topic_route(ns: &Namesrvs, topic: &str) -> Result<Report, AdminError> {
+    let reply = ns
+        .read(RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic))
+        .await?
+        .success()?;
+    let route = reply.decode("topic route", TopicRouteData::decode)?;
+    let mut brokers = Table::new(&["Broker Name", "Cluster", "BID", "Addr"]);
+    for bd in &route.broker_datas {
+        for (id, addr) in &bd.broker_addrs {
+            brokers.row(vec![
+                bd.broker_name.clone(),
+                bd.cluster.clone(),
+                id.to_string(),
+                addr.clone(),
+            ]);
+        }
+    }
+    let mut queues = Table::new(&[
+        "Broker Name",
+        "Read Queues",
+        "Write Queues",
+        "Perm",
+        "Sys Flag",
+    ]);
+    for qd in &route.queue_datas {
+        queues.row(vec![
+            qd.broker_name.clone(),
+            qd.read_queue_nums.to_string(),
+            qd.write_queue_nums.to_string(),
+            perm(qd.perm),
+            qd.topic_sys_flag.to_string(),
+        ]);
+    }
+    let mut text = format!("{}\n{}", brokers.render(), queues.render());
+    if let Some(conf) = &route.order_topic_conf {
+        text.push_str(&format!("\nOrder topic config: {conf}\n"));
+    }
+    Ok(Report::ok(text, body_json(&reply)?))
+}
+
+pub async fn topic_list(ns: &Namesrvs, cluster: Option<&str>) -> Result<Report, AdminError> {
+    let request = match cluster {
+        Some(cluster) => {
+            RemotingCommand::request(request::GET_TOPICS_BY_CLUSTER).with_ext("cluster", cluster)
+        }
+        None => RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+    };
+    let reply = ns.read(request).await?.success()?;
+    let mut list = reply.decode("topic list", TopicList::decode)?;
+    list.topic_list.sort();
+    let text = list.topic_list.iter().map(|t| format!("{t}\n")).collect();
+    Ok(Report::ok(text, json!({ "topicList": list.topic_list })))
+}
+
+pub async fn get_kv_config(
+    ns: &Namesrvs,
+    namespace: &str,
+    key: &str,
+) -> Result<Report, AdminError> {
+    let reply = ns
+        .read(
+            RemotingCommand::request(request::GET_KV_CONFIG)
+                .with_ext("namespace", namespace)
+                .with_ext("key", key),
+        )
+        .await?
+        .success()?;
+    let value = reply.response.ext("value").unwrap_or_default().to_string();
+    Ok(Report::ok(
+        format!("{value}\n"),
+        json!({ "namespace": namespace, "key": key, "value": value }),
+    ))
+}
+
+pub async fn get_kv_list(ns: &Namesrvs, namespace: &str) -> Result<Report, AdminError> {
+    let reply = ns
+        .read(
+            RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE)
+                .with_ext("namespace", namespace),
+        )
+        .await?
+        .success()?;
+    let kv = reply.decode("KV table", KvTable::decode)?;
+    let mut table = Table::new(&["Key", "Value"]);
+    for (k, v) in &kv.table {
+        table.row(vec![k.clone(), v.clone()]);
+    }
+    Ok(Report::ok(
+        table.render(),
+        json!({ "namespace": namespace, "table": kv.table }),
+    ))
+}
+
+pub async fn get_namesrv_config(ns: &Namesrvs) -> Report {
+    let mut text = String::new();
+    let mut json = Map::new();
+    let mut failures = Vec::new();
+    for addr in ns.addrs() {
+        let reply = match ns.connect(addr).await {
+            Ok(conn) => conn
+                .call(RemotingCommand::request(request::GET_NAMESRV_CONFIG))
+                .await
+                .and_then(Reply::success),
+            Err(e) => Err(e),
+        };
+        let config = reply.and_then(|r| {
+            r.decode("config", |body| {
+                rocketmq_wire::properties::parse(body).map_err(|e| e.to_string())
+            })
+        });
+        match config {
+            Ok(config) => {
+                let mut config: Vec<(String, String)> = config.into_iter().collect();
+                config.sort();
+                text.push_str(&format!("============{addr}============\n"));
+                for (k, v) in &config {
+                    text.push_str(&format!("{k}={v}\n"));
+                }
+                let config: Map<String, Value> = config
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
+                json.insert(addr.clone(), Value::Object(config));
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    let exit_code = if failures.is_empty() { 0 } else { 1 };
+    Report {
+        text,
+        json: Value::Object(json),
+        failures,
+        exit_code,
+    }
+}

@@ -1,0 +1,132 @@
+//! Commands that change state: sent to every NameServer, since NameServers share nothing and a
+//! change made on one only is a split view for clients.
+
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
+use serde_json::{json, Value};
+
+use crate::error::AdminError;
+use crate::namesrvs::{Namesrvs, Reply};
+use crate::report::Report;
+
+/// Sends `request` everywhere; `describe` words one NameServer's success and adds its JSON fields.
+async fn write_all(
+    ns: &Namesrvs,
+    request: RemotingCommand,
+    describe: impl Fn(&Reply) -> (String, Value),
+) -> Report {
+    let mut text = String::new();
+    let mut json = Vec::new();
+    let mut failures = Vec::new();
+    for outcome in ns.write_all(request).await {
+        match outcome {
+            Ok(reply) => {
+                let (message, fields) = describe(&reply);
+                text.push_str(&format!("{}: {message}\n", reply.addr));
+                let mut entry = json!({ "namesrv": reply.addr, "ok": true });
+                if let (Some(entry), Value::Object(fields)) = (entry.as_object_mut(), fields) {
+                    entry.extend(fields);
+                }
+                json.push(entry);
+            }
+            Err(e) => {
+                json.push(failure_json(&e));
+                failures.push(e);
+            }
+        }
+    }
+    let exit_code = if failures.is_empty() { 0 } else { 1 };
+    Report {
+        text,
+        json: Value::Array(json),
+        failures,
+        exit_code,
+    }
+}
+
+fn failure_json(e: &AdminError) -> Value {
+    let mut fields = json!({ "namesrv": null, "ok": false, "error": e.to_string() });
+    match e {
+        AdminError::Response { addr, code, remark } => {
+            fields["namesrv"] = json!(addr);
+            fields["code"] = json!(code);
+            fields["remark"] = json!(remark);
+        }
+        AdminError::Unreachable { addr, .. } | AdminError::Body { addr, .. } => {
+            fields["namesrv"] = json!(addr);
+        }
+        AdminError::NoAddress | AdminError::NothingToCompare | AdminError::NoneAnswered(_) => {}
+    }
+    fields
+}
+
+pub async fn update_kv_config(ns: &Namesrvs, namespace: &str, key: &str, value: &str) -> Report {
+    let request = RemotingCommand::request(request::PUT_KV_CONFIG)
+        .with_ext("namespace", namespace)
+        .with_ext("key", key)
+        .with_ext("value", value);
+    write_all(ns, request, |_| {
+        ("update kv config in namespace success.".into(), json!({}))
+    })
+    .await
+}
+
+pub async fn delete_kv_config(ns: &Namesrvs, namespace: &str, key: &str) -> Report {
+    let request = RemotingCommand::request(request::DELETE_KV_CONFIG)
+        .with_ext("namespace", namespace)
+        .with_ext("key", key);
+    write_all(ns, request, |_| {
+        ("delete kv config from namespace success.".into(), json!({}))
+    })
+    .await
+}
+
+pub async fn update_namesrv_config(ns: &Namesrvs, key: &str, value: &str) -> Report {
+    // mqadmin sends `key=value\n` unescaped; the server parses it as properties text.
+    let request = RemotingCommand::request(request::UPDATE_NAMESRV_CONFIG)
+        .with_body(format!("{key}={value}\n").into_bytes());
+    write_all(ns, request, |_| {
+        (
+            format!("update name server config success! {key} : {value}"),
+            json!({}),
+        )
+    })
+    .await
+}
+
+/// WIPE_WRITE_PERM_OF_BROKER (`wipe`) or ADD_WRITE_PERM_OF_BROKER; both answer how many topics
+/// they touched.
+pub async fn write_perm(ns: &Namesrvs, broker: &str, wipe: bool) -> Report {
+    let (code, count_key, verb) = if wipe {
+        (request::WIPE_WRITE_PERM_OF_BROKER, "wipeTopicCount", "wipe")
+    } else {
+        (request::ADD_WRITE_PERM_OF_BROKER, "addTopicCount", "add")
+    };
+    let request = RemotingCommand::request(code).with_ext("brokerName", broker);
+    write_all(ns, request, |reply| {
+        let count = reply.response.ext_i64(count_key).unwrap_or(0);
+        (
+            format!("{verb} write perm of broker[{broker}] OK, {count}"),
+            json!({ count_key: count }),
+        )
+    })
+    .await
+}
+
+pub async fn delete_topic(ns: &Namesrvs, topic: &str, cluster: Option<&str>) -> Report {
+    let mut request =
+        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", topic);
+    if let Some(cluster) = cluster {
+        request = request.with_ext("clusterName", cluster);
+    }
+    let scope = cluster
+        .map(|c| format!(" of cluster [{c}]"))
+        .unwrap_or_default();
+    write_all(ns, request, |_| {
+        (
+            format!("delete topic [{topic}]{scope} from NameServer success."),
+            json!({}),
+        )
+    })
+    .await
+}

@@ -1,0 +1,422 @@
+//! Simulated brokers: each on its own long-lived connection, registering its topics the way a
+//! real broker does (full table, same data version until its topics change), re-registering
+//! periodically and polling cluster info.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use rocketmq_wire::body::{BrokerData, ClusterInfo, DataVersion, QueueData, TopicRouteData};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response, version};
+use rocketmq_wire::RemotingCommand;
+use serde::Serialize;
+use tokio::task::JoinSet;
+
+use crate::broker_body::{self, PERM_RW};
+use crate::cli::{BodyForm, FleetArgs};
+use crate::stats::{Failures, Latency, LatencySummary};
+
+pub const CLUSTER: &str = "BenchCluster";
+/// Real brokers give the NameServer 24 s to answer a registration.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(24);
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl BodyForm {
+    pub fn version(self) -> i32 {
+        match self {
+            BodyForm::Json => version::CURRENT,
+            // V4_9_3: a broker that predates enableActingMaster, so compressed bodies are read.
+            BodyForm::Compressed => 399,
+        }
+    }
+}
+
+/// Which brokers exist and which topics each carries.
+#[derive(Clone, Debug, Serialize)]
+pub struct Layout {
+    pub brokers: usize,
+    pub topics_per_broker: usize,
+    /// Consecutive brokers sharing one topic set; each topic's route lists this many brokers.
+    pub group_size: usize,
+    pub queues: i32,
+    pub slaves: bool,
+}
+
+impl Layout {
+    pub fn new(brokers: usize, topics_per_broker: usize, group_size: usize, queues: i32) -> Self {
+        let brokers = brokers.max(1);
+        let group_size = match group_size {
+            0 => brokers,
+            n => n.min(brokers),
+        };
+        Layout {
+            brokers,
+            topics_per_broker,
+            group_size,
+            queues,
+            slaves: false,
+        }
+    }
+
+    pub fn from_args(args: &FleetArgs) -> Self {
+        Layout {
+            slaves: args.slaves,
+            ..Layout::new(args.brokers, args.topics, args.group_size, args.queues)
+        }
+    }
+
+    pub fn groups(&self) -> usize {
+        self.brokers.div_ceil(self.group_size)
+    }
+
+    fn group_of(&self, broker: usize) -> usize {
+        broker / self.group_size
+    }
+
+    pub fn topic(group: usize, i: usize) -> String {
+        format!("BenchTopic-{group:03}-{i:06}")
+    }
+
+    pub fn all_topics(&self) -> Vec<String> {
+        (0..self.groups())
+            .flat_map(|g| (0..self.topics_per_broker).map(move |i| Layout::topic(g, i)))
+            .collect()
+    }
+
+    pub fn broker_name(broker: usize) -> String {
+        format!("broker-{broker:03}")
+    }
+
+    /// Masters and slaves live on different (never contacted) hosts, as in a real cluster.
+    fn broker_addr(broker: usize, id: i64) -> String {
+        format!("10.{}.{}.{}:10911", 1 + id, broker / 250, broker % 250)
+    }
+
+    fn ha_addr(broker: usize, id: i64) -> String {
+        format!("10.{}.{}.{}:10912", 1 + id, broker / 250, broker % 250)
+    }
+
+    /// Brokers registered in total (masters and slaves).
+    pub fn members(&self) -> usize {
+        self.brokers * if self.slaves { 2 } else { 1 }
+    }
+
+    /// The route a NameServer answers for a topic of the first group.
+    pub fn route(&self) -> TopicRouteData {
+        let mut route = TopicRouteData::default();
+        for b in 0..self.group_size {
+            let name = Layout::broker_name(b);
+            let mut bd = BrokerData {
+                cluster: CLUSTER.into(),
+                broker_name: name.clone(),
+                ..Default::default()
+            };
+            bd.broker_addrs.insert(0, Layout::broker_addr(b, 0));
+            if self.slaves {
+                bd.broker_addrs.insert(1, Layout::broker_addr(b, 1));
+            }
+            route.broker_datas.push(bd);
+            route.queue_datas.push(QueueData {
+                broker_name: name,
+                read_queue_nums: self.queues,
+                write_queue_nums: self.queues,
+                perm: PERM_RW,
+                topic_sys_flag: 0,
+            });
+        }
+        route
+    }
+
+    /// The REGISTER_BROKER body of every broker of `group`.
+    pub fn register_body(&self, group: usize, data_version: DataVersion, form: BodyForm) -> Bytes {
+        let topics: Vec<String> = (0..self.topics_per_broker)
+            .map(|i| Layout::topic(group, i))
+            .collect();
+        broker_body::encode(&topics, self.queues, data_version, form)
+    }
+}
+
+pub fn fresh_data_version(counter: i64) -> DataVersion {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    DataVersion {
+        counter,
+        state_version: 0,
+        timestamp: now,
+    }
+}
+
+/// One registering broker process: a master (id 0) or a slave.
+pub struct Member {
+    pub broker: usize,
+    pub id: i64,
+    pub client: Client,
+}
+
+impl Member {
+    pub fn register_request(&self, body: &Bytes, form: BodyForm) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(request::REGISTER_BROKER)
+            .with_version(form.version())
+            .with_ext("brokerName", Layout::broker_name(self.broker))
+            .with_ext("brokerAddr", Layout::broker_addr(self.broker, self.id))
+            .with_ext("clusterName", CLUSTER)
+            .with_ext("haServerAddr", Layout::ha_addr(self.broker, self.id))
+            .with_ext("brokerId", self.id)
+            .with_ext("compressed", form == BodyForm::Compressed)
+            .with_ext("bodyCrc32", rocketmq_wire::body_crc32(body));
+        if form == BodyForm::Json {
+            cmd = cmd.with_ext("enableActingMaster", false);
+        }
+        cmd.with_body(body.clone())
+    }
+
+    /// Registers once; a refusal is an error carrying the server's remark.
+    pub async fn register(&self, body: &Bytes, form: BodyForm) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let resp = self
+            .client
+            .invoke(self.register_request(body, form), REGISTER_TIMEOUT)
+            .await?;
+        anyhow::ensure!(
+            resp.code == response::SUCCESS,
+            "REGISTER_BROKER answered {}: {}",
+            resp.code,
+            resp.remark.unwrap_or_default()
+        );
+        Ok(started.elapsed())
+    }
+}
+
+/// Requests of one kind made in the background, and how they went.
+#[derive(Default)]
+pub struct Activity {
+    latency: Latency,
+    failures: Failures,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ActivitySummary {
+    pub latency: LatencySummary,
+    pub failures: Failures,
+}
+
+impl Activity {
+    pub fn record(&mut self, outcome: anyhow::Result<Duration>) {
+        match outcome {
+            Ok(elapsed) => self.latency.record(elapsed),
+            Err(e) => self.failures.add(1, format!("{e:#}")),
+        }
+    }
+
+    pub fn summary(&self) -> ActivitySummary {
+        ActivitySummary {
+            latency: self.latency.summary(),
+            failures: self.failures.clone(),
+        }
+    }
+}
+
+/// Tasks that run until stopped, recording into one [`Activity`].
+pub struct Background {
+    tasks: JoinSet<()>,
+    activity: Arc<Mutex<Activity>>,
+}
+
+impl Background {
+    pub fn new() -> Self {
+        Background {
+            tasks: JoinSet::new(),
+            activity: Default::default(),
+        }
+    }
+
+    /// Runs `each` every `period`, the first time after `offset`.
+    pub fn every<F, Fut>(&mut self, offset: Duration, period: Duration, mut each: F)
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<Duration>> + Send,
+    {
+        let activity = self.activity.clone();
+        self.tasks.spawn(async move {
+            tokio::time::sleep(offset).await;
+            let mut ticks = tokio::time::interval(period);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let outcome = each().await;
+                activity.lock().unwrap().record(outcome);
+            }
+        });
+    }
+
+    pub fn stop(mut self) -> ActivitySummary {
+        self.tasks.abort_all();
+        let summary = self.activity.lock().unwrap().summary();
+        summary
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RegistrationReport {
+    pub members: usize,
+    pub body_bytes_per_broker: usize,
+    pub seconds: f64,
+    pub latency: LatencySummary,
+}
+
+/// Registered brokers and the bodies they keep re-sending.
+pub struct Fleet {
+    pub layout: Layout,
+    pub form: BodyForm,
+    members: Vec<Arc<Member>>,
+    bodies: Vec<Bytes>,
+}
+
+impl Fleet {
+    /// Connects every broker and registers it; every registration must succeed.
+    pub async fn register(
+        addr: &str,
+        args: &FleetArgs,
+    ) -> anyhow::Result<(Fleet, RegistrationReport)> {
+        let layout = Layout::from_args(args);
+        let data_version = fresh_data_version(1);
+        let bodies: Vec<Bytes> = (0..layout.groups())
+            .map(|g| layout.register_body(g, data_version, args.body))
+            .collect();
+        let ids: &[i64] = if layout.slaves { &[0, 1] } else { &[0] };
+        let mut members = Vec::with_capacity(layout.members());
+        for broker in 0..layout.brokers {
+            for &id in ids {
+                let client = Client::connect(addr)
+                    .await
+                    .with_context(|| format!("connecting broker {broker} to {addr}"))?;
+                members.push(Arc::new(Member { broker, id, client }));
+            }
+        }
+        let fleet = Fleet {
+            form: args.body,
+            members,
+            bodies,
+            layout,
+        };
+        let started = Instant::now();
+        let latencies: Vec<Duration> = stream::iter(fleet.members.iter().map(|m| {
+            let body = fleet.body_of(m);
+            async move {
+                m.register(body, fleet.form).await.with_context(|| {
+                    format!("registering {} id {}", Layout::broker_name(m.broker), m.id)
+                })
+            }
+        }))
+        .buffer_unordered(args.register_concurrency.max(1))
+        .try_collect()
+        .await?;
+        let mut latency = Latency::default();
+        latencies.iter().for_each(|d| latency.record(*d));
+        let report = RegistrationReport {
+            members: fleet.members.len(),
+            body_bytes_per_broker: fleet.bodies[0].len(),
+            seconds: started.elapsed().as_secs_f64(),
+            latency: latency.summary(),
+        };
+        Ok((fleet, report))
+    }
+
+    fn body_of(&self, m: &Member) -> &Bytes {
+        &self.bodies[self.layout.group_of(m.broker)]
+    }
+
+    /// Offsets spreading `period` evenly over the members, as independent brokers would be.
+    fn phase(&self, index: usize, period: Duration) -> Duration {
+        period.mul_f64(index as f64 / self.members.len() as f64)
+    }
+
+    /// Every member re-registers every `period` with its unchanged body, the first ones at once.
+    pub fn reregistration(&self, period: Duration) -> Background {
+        let mut bg = Background::new();
+        for (i, m) in self.members.iter().enumerate() {
+            let (m, body, form) = (m.clone(), self.body_of(m).clone(), self.form);
+            bg.every(self.phase(i, period), period, move || {
+                let (m, body) = (m.clone(), body.clone());
+                async move { m.register(&body, form).await }
+            });
+        }
+        bg
+    }
+
+    /// Every member polls GET_BROKER_CLUSTER_INFO every `period`; an answer that lists fewer
+    /// brokers than registered is a failure (a broker the server wrongly dropped).
+    pub fn cluster_polls(&self, period: Duration) -> Background {
+        let expected = self.members.len();
+        let mut bg = Background::new();
+        for (i, m) in self.members.iter().enumerate() {
+            let m = m.clone();
+            bg.every(self.phase(i, period), period, move || {
+                let m = m.clone();
+                async move { poll_cluster_info(&m.client, expected).await }
+            });
+        }
+        bg
+    }
+}
+
+/// Counts the broker addresses GET_BROKER_CLUSTER_INFO lists.
+pub async fn cluster_members(client: &Client) -> anyhow::Result<usize> {
+    let resp = client
+        .invoke(
+            RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+            POLL_TIMEOUT,
+        )
+        .await?;
+    anyhow::ensure!(
+        resp.code == response::SUCCESS,
+        "GET_BROKER_CLUSTER_INFO answered {}",
+        resp.code
+    );
+    let info = ClusterInfo::decode(resp.body.as_deref().unwrap_or_default())?;
+    Ok(info
+        .broker_addr_table
+        .values()
+        .map(|bd| bd.broker_addrs.len())
+        .sum())
+}
+
+async fn poll_cluster_info(client: &Client, expected: usize) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let seen = cluster_members(client).await?;
+    let elapsed = started.elapsed();
+    anyhow::ensure!(
+        seen >= expected,
+        "cluster info listed {seen} of {expected} brokers"
+    );
+    Ok(elapsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_share_topic_sets() {
+        let layout = Layout::new(300, 10, 10, 8);
+        assert_eq!(layout.groups(), 30);
+        assert_eq!(layout.group_of(9), 0);
+        assert_eq!(layout.group_of(10), 1);
+        assert_eq!(layout.all_topics().len(), 300);
+        assert_eq!(Layout::new(10, 5, 0, 8).groups(), 1);
+    }
+
+    #[test]
+    fn route_lists_every_broker_of_a_group() {
+        let mut layout = Layout::new(4, 1, 0, 8);
+        layout.slaves = true;
+        let route = layout.route();
+        assert_eq!(route.broker_datas.len(), 4);
+        assert_eq!(route.broker_datas[3].broker_addrs.len(), 2);
+        assert_eq!(route.queue_datas[0].read_queue_nums, 8);
+    }
+}

@@ -1,0 +1,100 @@
+//! The mixed workload: route reads measured first with the fleet idle, then while every broker
+//! re-registers its full table and polls cluster info and an admin client polls the topic list,
+//! as a live cluster does. Ends by checking that no broker was dropped.
+
+use std::time::{Duration, Instant};
+
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
+use serde_json::json;
+
+use super::{measure, route_load, rss_kib};
+use crate::cli::MixedArgs;
+use crate::fleet::{cluster_members, Background, Fleet};
+
+const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
+    let addr = &args.target.addr;
+    let (fleet, registration) = Fleet::register(addr, &args.fleet).await?;
+    let load = route_load(addr, &args.load, fleet.layout.all_topics());
+    let idle = measure(
+        &load,
+        args.load.warmup_secs,
+        args.load.runs,
+        args.load.duration_secs,
+    )
+    .await;
+    let rss_idle = rss_kib(args.target.server_pid);
+
+    let reregistration = (args.fleet.reregister_secs > 0)
+        .then(|| fleet.reregistration(Duration::from_secs(args.fleet.reregister_secs)));
+    let cluster_polls = (args.cluster_poll_secs > 0)
+        .then(|| fleet.cluster_polls(Duration::from_secs(args.cluster_poll_secs)));
+    let topic_lists = match args.topic_list_poll_secs {
+        0 => None,
+        secs => Some(topic_list_polls(addr, Duration::from_secs(secs)).await?),
+    };
+    let churn = measure(&load, 0.0, args.churn_runs, args.churn_secs).await;
+    let rss_churn = rss_kib(args.target.server_pid);
+    let reregistration = reregistration.map(Background::stop);
+    let cluster_polls = cluster_polls.map(Background::stop);
+    let topic_lists = topic_lists.map(Background::stop);
+
+    // A server too busy to answer this still gets its measurements reported.
+    let (registered_at_end, final_check_error) = match final_count(addr).await {
+        Ok(n) => (Some(n), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+    Ok(json!({
+        "scenario": "mixed",
+        "layout": fleet.layout,
+        "body": format!("{:?}", fleet.form).to_lowercase(),
+        "conns": load.conns,
+        "depth": load.depth,
+        "reregister_secs": args.fleet.reregister_secs,
+        "registration": registration,
+        "idle": idle,
+        "churn": churn,
+        "p99_churn_over_idle": churn.median_p99_ms.zip(idle.median_p99_ms).map(|(c, i)| c / i),
+        "reregistration": reregistration,
+        "cluster_polls": cluster_polls,
+        "topic_list_polls": topic_lists,
+        "brokers_expected": fleet.layout.members(),
+        "brokers_listed_at_end": registered_at_end,
+        "final_check_error": final_check_error,
+        "server_rss_kib": { "idle": rss_idle, "churn": rss_churn },
+    }))
+}
+
+async fn final_count(addr: &str) -> anyhow::Result<usize> {
+    let client = Client::connect(addr).await?;
+    cluster_members(&client)
+        .await
+        .map_err(|e| e.context("GET_BROKER_CLUSTER_INFO after the run"))
+}
+
+async fn topic_list_polls(addr: &str, period: Duration) -> anyhow::Result<Background> {
+    let client = Client::connect(addr).await?;
+    let mut bg = Background::new();
+    bg.every(Duration::ZERO, period, move || {
+        let client = client.clone();
+        async move {
+            let started = Instant::now();
+            let resp = client
+                .invoke(
+                    RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+                    TOPIC_LIST_TIMEOUT,
+                )
+                .await?;
+            anyhow::ensure!(
+                resp.code == response::SUCCESS,
+                "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
+                resp.code
+            );
+            Ok(started.elapsed())
+        }
+    });
+    Ok(bg)
+}
