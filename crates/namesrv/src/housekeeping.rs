@@ -77,10 +77,9 @@ async fn unregister_worker(
             batch.push(more);
         }
         let notify_enabled = state.settings.read().server.notify_min_broker_id_changed;
-        let notices = state.routes.write(|r| {
-            let (changed, notices) = r.unregister(&batch, notify_enabled);
-            (notices, changed)
-        });
+        let notices = state
+            .routes
+            .change(|r| r.unregister(&batch, notify_enabled));
         state.metrics.unregistered(batch.len());
         for request in &batch {
             info!(cluster = %request.cluster, addr = %request.broker_addr, name = %request.broker_name, "broker unregistered");

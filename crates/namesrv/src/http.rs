@@ -302,10 +302,10 @@ async fn metrics(AxumState(http): AxumState<Http>) -> Response {
     let state = &http.state;
     let (alive, topics) = state.routes.read(|r| {
         let mut alive: BTreeMap<String, usize> = BTreeMap::new();
-        for key in r.live.keys() {
+        for (key, _) in r.live_entries() {
             *alive.entry(key.cluster.clone()).or_default() += 1;
         }
-        (alive.into_iter().collect(), r.topics.len())
+        (alive.into_iter().collect(), r.topic_count())
     });
     (
         [(
@@ -471,25 +471,25 @@ impl PageCache {
 fn summarise(state: &State) -> Summary {
     state.routes.read(|r| {
         let mut per_name: foldhash::HashMap<&str, usize> = Default::default();
-        for queues in r.topics.values() {
+        for (_, queues) in r.topic_queues() {
             for (name, _) in queues.iter() {
                 *per_name.entry(name).or_default() += 1;
             }
         }
-        let mut clusters: Vec<_> = r.clusters.iter().collect();
+        let mut clusters: Vec<_> = r.clusters().collect();
         clusters.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut rows = Vec::new();
         let mut cluster_rows = Vec::with_capacity(clusters.len());
         for (cluster, names) in clusters {
             let before = rows.len();
             for name in names {
-                let Some(bd) = r.brokers.get(name) else {
+                let Some(bd) = r.group(name) else {
                     continue;
                 };
                 let topics = per_name.get(name.as_str()).copied().unwrap_or(0);
                 for (id, addr) in &bd.broker_addrs {
                     rows.push(BrokerRow {
-                        cluster: cluster.clone(),
+                        cluster: cluster.to_string(),
                         name: name.clone(),
                         id: *id,
                         addr: addr.clone(),
@@ -498,7 +498,7 @@ fn summarise(state: &State) -> Summary {
                 }
             }
             cluster_rows.push(ClusterRow {
-                name: cluster.clone(),
+                name: cluster.to_string(),
                 groups: names.len(),
                 addresses: rows.len() - before,
             });
@@ -506,7 +506,7 @@ fn summarise(state: &State) -> Summary {
         Summary {
             rows,
             clusters: cluster_rows,
-            topics: r.topics.len(),
+            topics: r.topic_count(),
         }
     })
 }

@@ -38,12 +38,12 @@ pub fn encode(r: &Registry) -> Vec<u8> {
     w.object(|w| {
         w.key("savedAt").int(now_ms());
         w.key("brokers").array(|w| {
-            for bd in r.brokers.values() {
+            for bd in r.groups() {
                 bd.write(w);
             }
         });
         w.key("clusters").object(|w| {
-            for (cluster, names) in &r.clusters {
+            for (cluster, names) in r.clusters() {
                 w.key(cluster)
                     .string_array(names.iter().map(String::as_str));
             }
@@ -52,7 +52,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
         // and queue counts, so the snapshot (and the time the registry is held to write it)
         // follows distinct routes rather than topics × brokers.
         let mut groups: HashMap<&TopicQueues, Vec<&str>> = HashMap::new();
-        for (topic, queues) in &r.topics {
+        for (topic, queues) in r.topic_queues() {
             groups.entry(queues).or_default().push(topic);
         }
         w.key("routes").array(|w| {
@@ -68,7 +68,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("live").array(|w| {
-            for (key, live) in &r.live {
+            for (key, live) in r.live_entries() {
                 w.object(|w| {
                     write_key(w, key);
                     w.key("lastUpdate").int(live.last_update_ms);
@@ -81,7 +81,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("filterServers").array(|w| {
-            for (key, servers) in &r.filter_servers {
+            for (key, servers) in r.filter_servers() {
                 w.object(|w| {
                     write_key(w, key);
                     w.key("servers")
@@ -90,7 +90,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("mappings").object(|w| {
-            for (topic, infos) in &r.mappings {
+            for (topic, infos) in r.mappings() {
                 w.key(topic).array(|w| {
                     for info in infos.values() {
                         info.write(w);
@@ -102,28 +102,30 @@ pub fn encode(r: &Registry) -> Vec<u8> {
     w.finish()
 }
 
+/// Why a snapshot could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{0}")]
+    Json(#[from] rocketmq_wire::error::BodyError),
+    #[error("{0} is not an object")]
+    NotAnObject(&'static str),
+}
+
 fn objects<'a>(
     obj: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Vec<&'a Map<String, Value>>, String> {
-    obj.opt_array(key)
-        .map_err(|e| e.to_string())?
+    key: &'static str,
+) -> Result<Vec<&'a Map<String, Value>>, SnapshotError> {
+    obj.opt_array(key)?
         .into_iter()
         .flatten()
-        .map(|v| v.as_object().ok_or_else(|| format!("{key}: not an object")))
+        .map(|v| v.as_object().ok_or(SnapshotError::NotAnObject(key)))
         .collect()
 }
 
-fn addr_key(obj: &Map<String, Value>) -> Result<BrokerAddrKey, String> {
+fn addr_key(obj: &Map<String, Value>) -> Result<BrokerAddrKey, SnapshotError> {
     Ok(BrokerAddrKey {
-        cluster: obj
-            .opt_string("cluster")
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default(),
-        addr: obj
-            .opt_string("addr")
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default(),
+        cluster: obj.opt_string("cluster")?.unwrap_or_default(),
+        addr: obj.opt_string("addr")?.unwrap_or_default(),
     })
 }
 
@@ -137,93 +139,68 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Registry, String> {
-    let value = parse_value(bytes).map_err(|e| e.to_string())?;
-    let obj = value.as_object().ok_or("snapshot is not an object")?;
+pub fn decode(bytes: &[u8]) -> Result<Registry, SnapshotError> {
+    let value = parse_value(bytes)?;
+    let obj = value
+        .as_object()
+        .ok_or(SnapshotError::NotAnObject("snapshot"))?;
     let mut r = Registry::default();
-    let err = |e: rocketmq_wire::error::BodyError| e.to_string();
     for bd in objects(obj, "brokers")? {
-        let bd = BrokerData::from_object(bd).map_err(err)?;
-        r.brokers.insert(bd.broker_name.clone(), bd);
+        r.restore_group(BrokerData::from_object(bd)?);
     }
-    for (cluster, names) in obj
-        .opt_object("clusters")
-        .map_err(err)?
-        .into_iter()
-        .flatten()
-    {
-        r.clusters
-            .insert(cluster.clone(), strings(names).into_iter().collect());
+    for (cluster, names) in obj.opt_object("clusters")?.into_iter().flatten() {
+        r.restore_cluster(cluster.clone(), strings(names).into_iter().collect());
     }
-    let queue_datas = |v: Option<&Value>| -> Result<Vec<QueueData>, String> {
-        v.and_then(Value::as_array)
+    for route in objects(obj, "routes")? {
+        let qds = route
+            .get("queueDatas")
+            .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(Value::as_object)
-            .map(|qd| QueueData::from_object(qd).map_err(err))
-            .collect()
-    };
-    for route in objects(obj, "routes")? {
-        let qds = queue_datas(route.get("queueDatas"))?;
+            .map(QueueData::from_object)
+            .collect::<Result<Vec<_>, _>>()?;
         for topic in route.get("topics").map(strings).unwrap_or_default() {
             for qd in &qds {
                 r.set_queues(&topic, qd);
             }
         }
     }
-    // Snapshots written before topics were grouped by route.
-    for (topic, queues) in obj.opt_object("topics").map_err(err)?.into_iter().flatten() {
-        for qd in queue_datas(Some(queues))? {
-            r.set_queues(topic, &qd);
-        }
-    }
     for live in objects(obj, "live")? {
-        let dv = live
-            .opt_object("dataVersion")
-            .map_err(err)?
+        let data_version = live
+            .opt_object("dataVersion")?
             .map(DataVersion::from_object)
-            .transpose()
-            .map_err(err)?
+            .transpose()?
             .unwrap_or_default();
-        r.live.insert(
+        r.restore_live(
             addr_key(live)?,
             BrokerLive {
-                last_update_ms: live.i64_or("lastUpdate", 0).map_err(err)?,
-                timeout_ms: live.i64_or("timeout", 0).map_err(err)?,
-                data_version: dv,
+                last_update_ms: live.i64_or("lastUpdate", 0)?,
+                timeout_ms: live.i64_or("timeout", 0)?,
+                data_version,
                 conn: NO_CONNECTION,
-                ha_server_addr: live
-                    .opt_string("haServerAddr")
-                    .map_err(err)?
-                    .unwrap_or_default(),
-                version: live.i32_or("version", 0).map_err(err)?,
+                ha_server_addr: live.opt_string("haServerAddr")?.unwrap_or_default(),
+                version: live.i32_or("version", 0)?,
                 last_registration: None,
             },
         );
     }
     for entry in objects(obj, "filterServers")? {
         let servers = entry.get("servers").map(strings).unwrap_or_default();
-        r.filter_servers.insert(addr_key(entry)?, servers);
+        r.restore_filter_servers(addr_key(entry)?, servers);
     }
-    for (topic, infos) in obj
-        .opt_object("mappings")
-        .map_err(err)?
-        .into_iter()
-        .flatten()
-    {
-        let slot = r.mappings.entry(topic.clone()).or_default();
+    for (topic, infos) in obj.opt_object("mappings")?.into_iter().flatten() {
         for info in infos
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_object)
         {
-            let info = TopicQueueMappingInfo::from_object(info).map_err(err)?;
-            if let Some(bname) = info.bname.clone() {
-                slot.insert(bname, info);
-            }
+            r.restore_mapping(topic, TopicQueueMappingInfo::from_object(info)?);
         }
     }
+    // What loading recorded is nobody's news: nothing is cached yet.
+    r.take_changes();
     Ok(r)
 }
 
@@ -246,8 +223,8 @@ pub fn load(path: &Path) -> Registry {
                 warn!("dropped snapshot members that had no live entry");
             }
             info!(
-                brokers = r.live.len(),
-                topics = r.topics.len(),
+                brokers = r.live_entries().count(),
+                topics = r.topic_count(),
                 "restored routes from the snapshot"
             );
             r
@@ -331,15 +308,14 @@ mod tests {
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert_eq!(text.matches("\"brokerName\":\"b1\"").count(), 2, "{text}");
         let back = decode(&bytes).unwrap();
-        assert_eq!(back.topics, r.topics);
-    }
-
-    #[test]
-    fn reads_snapshots_with_topics_listed_one_by_one() {
-        let legacy = br#"{"topics":{"t":[{"brokerName":"b1","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":8}]}}"#;
-        let back = decode(legacy).unwrap();
-        let mut expected = Registry::default();
-        expected.set_queues("t", &qd("b1", 8));
-        assert_eq!(back.topics, expected.topics);
+        let topics = |r: &Registry| {
+            let mut all: Vec<(String, TopicQueues)> = r
+                .topic_queues()
+                .map(|(t, q)| (t.to_string(), q.clone()))
+                .collect();
+            all.sort_by(|a, b| a.0.cmp(&b.0));
+            all
+        };
+        assert_eq!(topics(&back), topics(&r));
     }
 }

@@ -64,7 +64,7 @@ impl State {
     /// Queues the removal of the brokers behind `keys` from every group that lists them; live
     /// entries that no group lists are dropped at once.
     pub fn unregister_live(&self, keys: &[BrokerAddrKey]) {
-        let requests = self.routes.write(|r| (r.departures(keys), false));
+        let requests = self.routes.change(|r| r.departures(keys));
         for request in requests {
             if self.unregister_queue.try_send(request).is_err() {
                 warn!("unregistration queue full; a broker will wait for expiry");

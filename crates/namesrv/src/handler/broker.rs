@@ -167,10 +167,9 @@ pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Rep
     let addr = required(r, "brokerAddr")?;
     let incoming = r.body.as_deref().map(DataVersion::decode).transpose()?;
     let stored = if c.may_extend_liveness {
-        state.routes.write(|reg| {
-            let stored = reg.touch(cluster, addr, now_ms()).map(|l| l.data_version);
-            (stored, false)
-        })
+        state
+            .routes
+            .change(|reg| reg.touch(cluster, addr, now_ms()).map(|l| l.data_version))
     } else {
         state
             .routes
@@ -189,9 +188,8 @@ pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
     let cluster = required(r, "clusterName")?;
     let addr = required(r, "brokerAddr")?;
     if c.may_extend_liveness {
-        state.routes.write(|reg| {
+        state.routes.change(|reg| {
             reg.touch(cluster, addr, now_ms());
-            ((), false)
         });
     }
     Ok(success(r))
@@ -201,8 +199,7 @@ pub fn member_group(state: &State, r: &RemotingCommand) -> Reply {
     let cluster = required(r, "clusterName")?;
     let broker_name = required(r, "brokerName")?;
     let broker_addrs = state.routes.read(|reg| {
-        reg.brokers
-            .get(broker_name)
+        reg.group(broker_name)
             .map(|bd| bd.broker_addrs.clone())
             .unwrap_or_default()
     });

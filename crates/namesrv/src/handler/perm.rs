@@ -9,7 +9,7 @@ fn change(state: &State, r: &RemotingCommand, wipe: bool, count_field: &str) -> 
     let broker_name = required(r, "brokerName")?;
     let count = state
         .routes
-        .write(|reg| reg.change_write_perm(broker_name, wipe));
+        .change(|reg| reg.change_write_perm(broker_name, wipe));
     Ok(success(r).with_ext(count_field, count))
 }
 

@@ -43,11 +43,11 @@ pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {
 pub fn system(state: &State, r: &RemotingCommand) -> Reply {
     let (names, broker_addr) = state.routes.read(|reg| {
         let mut names = BTreeSet::new();
-        for (cluster, brokers) in &reg.clusters {
-            names.insert(cluster.clone());
+        for (cluster, brokers) in reg.clusters() {
+            names.insert(cluster.to_string());
             names.extend(brokers.iter().cloned());
         }
-        let mut groups: Vec<_> = reg.brokers.values().collect();
+        let mut groups: Vec<_> = reg.groups().collect();
         groups.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
         let addr = groups
             .iter()
@@ -71,9 +71,7 @@ pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
 pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
     let topic = required(r, "topic")?;
     let cluster = r.ext("clusterName").filter(|c| !c.is_empty());
-    state
-        .routes
-        .write(|reg| ((), reg.delete_topic(topic, cluster)));
+    state.routes.change(|reg| reg.delete_topic(topic, cluster));
     Ok(success(r))
 }
 
@@ -89,7 +87,7 @@ pub fn register(state: &State, r: &RemotingCommand) -> Reply {
         if !route.queue_datas.is_empty() {
             state
                 .routes
-                .write(|reg| ((), reg.register_topic(topic, &route.queue_datas)));
+                .change(|reg| reg.register_topic(topic, &route.queue_datas));
         }
     }
     Ok(success(r))

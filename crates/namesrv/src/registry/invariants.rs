@@ -5,7 +5,6 @@
 use proptest::prelude::*;
 use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
 
-use super::tables::key;
 use super::*;
 
 const CLUSTERS: [&str; 2] = ["c0", "c1"];
@@ -56,6 +55,13 @@ fn registration(
     }
 }
 
+/// Registers as the route table does: plan, then apply.
+fn register(r: &mut Registry, reg: Registration) -> RegisterOutcome {
+    let policy = RegisterPolicy::default();
+    let plan = r.plan(&reg, policy);
+    r.register(reg, plan, policy).0
+}
+
 /// What clients and brokers can see of the registry.
 fn visible(r: &Registry) -> (Vec<u8>, Vec<Option<Vec<u8>>>) {
     let routes = TOPICS
@@ -75,25 +81,26 @@ fn a_refused_first_registration_changes_nothing() {
     for i in 0..100 {
         let name = format!("refused-{i}");
         let reg = registration(("c0", &name, 0, ADDRS[0]), &["only"], 1, 1, 0);
-        let (outcome, changed, _) = r.register(reg, RegisterPolicy::default());
-        assert_eq!(outcome, RegisterOutcome::Refused);
-        assert!(!changed);
+        assert_eq!(register(&mut r, reg), RegisterOutcome::Refused);
+        assert!(r.take_changes().is_empty());
     }
     assert_eq!(visible(&r), before);
-    assert!(r.brokers.is_empty() && r.clusters.is_empty() && r.live.is_empty());
+    assert_eq!(
+        r.groups().count() + r.clusters().count() + r.live_entries().count(),
+        0
+    );
 }
 
 #[test]
 fn an_address_in_two_groups_leaves_both_when_its_connection_closes() {
     let mut r = Registry::default();
-    let policy = RegisterPolicy::default();
-    r.register(
+    register(
+        &mut r,
         registration(("c0", "old-name", 0, ADDRS[0]), &TOPICS[..2], 1, 7, 0),
-        policy,
     );
-    r.register(
+    register(
+        &mut r,
         registration(("c0", "new-name", 0, ADDRS[0]), &TOPICS[..2], 1, 7, 0),
-        policy,
     );
     let keys = r.registered_on(7);
     let departures = r.departures(&keys);
@@ -101,22 +108,21 @@ fn an_address_in_two_groups_leaves_both_when_its_connection_closes() {
     names.sort();
     assert_eq!(names, ["new-name", "old-name"]);
     r.unregister(&departures, false);
-    assert!(r.brokers.is_empty(), "no group keeps the address");
-    assert!(r.live.is_empty());
+    assert_eq!(r.groups().count(), 0, "no group keeps the address");
+    assert_eq!(r.live_entries().count(), 0);
     assert!(TOPICS.iter().all(|t| r.route(t, false).is_none()));
 }
 
 #[test]
 fn unregistering_one_group_keeps_the_address_alive_for_the_other() {
     let mut r = Registry::default();
-    let policy = RegisterPolicy::default();
-    r.register(
+    register(
+        &mut r,
         registration(("c0", "a", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
-        policy,
     );
-    r.register(
+    register(
+        &mut r,
         registration(("c0", "b", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
-        policy,
     );
     let explicit = Unregistration {
         cluster: "c0".into(),
@@ -135,19 +141,17 @@ fn unregistering_one_group_keeps_the_address_alive_for_the_other() {
 #[test]
 fn snapshot_members_without_a_live_entry_are_dropped() {
     let mut r = Registry::default();
-    let policy = RegisterPolicy::default();
-    r.register(
+    register(
+        &mut r,
         registration(("c0", "a", 0, ADDRS[0]), &TOPICS[..2], 1, 1, 0),
-        policy,
     );
-    r.register(
-        registration(("c0", "a", 1, ADDRS[1]), &TOPICS[..2], 1, 1, 0),
-        policy,
-    );
-    r.live.remove(&key("c0", ADDRS[1]));
+    // A snapshot whose group lists a second address that has no live entry.
+    let mut group = r.group("a").unwrap().clone();
+    group.broker_addrs.insert(1, ADDRS[1].into());
+    r.restore_group(group);
     assert!(r.drop_members_without_live());
     r.members_are_alive().unwrap();
-    assert_eq!(r.brokers["a"].broker_addrs.len(), 1);
+    assert_eq!(r.group("a").unwrap().broker_addrs.len(), 1);
     assert!(!r.drop_members_without_live());
 }
 
@@ -199,7 +203,7 @@ proptest! {
                 Step::Register { cluster, group, id, addr, topics, counter, conn } => {
                     let topics: Vec<&str> = topics.iter().map(|t| TOPICS[*t]).collect();
                     let reg = registration((CLUSTERS[cluster], GROUPS[group], id, ADDRS[addr]), &topics, counter, conn, now);
-                    r.register(reg, RegisterPolicy::default());
+                    register(&mut r, reg);
                 }
                 Step::Unregister { cluster, group, id, addr } => {
                     r.unregister(&[Unregistration {

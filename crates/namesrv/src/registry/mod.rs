@@ -1,9 +1,16 @@
 //! Routing state behind one lock, with a cache of encoded route bodies for the read path.
 //!
-//! Readers never re-serialise a route that has not changed: every change that a route can show
-//! bumps a generation number, and a cached body is served only while its generation is current.
-//! A route does not name its topic, so topics served by the same queues on the same brokers (most
-//! of a cluster's) share one body: memory and cache footprint follow distinct routes, not topics.
+//! Readers never re-serialise a route that has not changed. Each mutation of the [`Registry`]
+//! reports exactly what it changed, and only that leaves the cache: a registration that changes
+//! one topic's queues drops that topic's bodies, a group's new addresses drop every route
+//! (rare: brokers joining, leaving, failing over), and cluster info and the topic list are
+//! rebuilt only when they change. A route does not name its topic, so topics served by the
+//! same queues on the same brokers (most of a cluster's) share one body: memory and cache
+//! footprint follow distinct routes, not topics.
+//!
+//! Bodies are built and stored under the registry's read lock, and mutations drop them under
+//! its write lock, so a body built from state that a mutation has since changed is never
+//! stored after that mutation dropped the topic.
 
 #[cfg(test)]
 mod invariants;
@@ -15,14 +22,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
 use rocketmq_wire::body::{TopicList, TopicRouteData};
 use rocketmq_wire::json::JsonStyle;
 
 pub use queues::TopicQueues;
 pub use tables::{
-    BrokerAddrKey, BrokerLive, ConnId, Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy,
-    Registrant, Registration, Registry, Unregistration,
+    BrokerAddrKey, BrokerLive, Changes, ConnId, Fingerprint, MinIdNotice, RegisterOutcome,
+    RegisterPolicy, Registrant, Registration, Registry, Unregistration,
 };
 
 /// What a route depends on besides the registry.
@@ -31,15 +38,24 @@ pub struct RouteExtras {
     pub order_topic_conf: Option<String>,
 }
 
+type BodyCache = DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>;
+
 #[derive(Default)]
 pub struct RouteTable {
     registry: RwLock<Registry>,
+    /// Moves on with every change anything shows: what the snapshot writer and the status page
+    /// follow.
     generation: AtomicU64,
-    standard: DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>,
-    fastjson: DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>,
-    /// Distinct bodies built since the generation it names; older ones live on only in the
-    /// cache entries that still hold them.
-    distinct: Mutex<(u64, HashSet<Bytes>)>,
+    /// Moves on with changes that any route may show: a group's addresses or settings, filter
+    /// servers, and the KV and config settings routes carry. A cached body is served only while
+    /// this is the value it was built at.
+    shared: AtomicU64,
+    cluster_info_generation: AtomicU64,
+    topic_list_generation: AtomicU64,
+    standard: BodyCache,
+    fastjson: BodyCache,
+    /// The distinct bodies built recently, so that topics with the same route share one copy.
+    distinct: Mutex<HashSet<Bytes>>,
     /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body: consoles poll it, and at 100k+ topics
     /// building it (copy, sort, encode) costs tens of milliseconds.
     all_topics: Built,
@@ -66,49 +82,11 @@ impl Built {
     }
 }
 
+/// Distinct bodies kept for sharing, at least; beyond this and the number of cached entries,
+/// the set starts over (bodies already cached stay shared).
+const DISTINCT_KEPT: usize = 4096;
+
 impl RouteTable {
-    /// Reads the registry.
-    pub fn read<R>(&self, f: impl FnOnce(&Registry) -> R) -> R {
-        f(&self.registry.read())
-    }
-
-    /// Changes the registry; `f` reports whether anything a route shows changed.
-    pub fn write<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        let mut registry = self.registry.write();
-        let (result, changed) = f(&mut registry);
-        if changed {
-            self.invalidate();
-        }
-        result
-    }
-
-    /// Registers a broker, remembering the registration's fingerprint for `repeat`.
-    pub fn register(
-        &self,
-        reg: Registration,
-        policy: RegisterPolicy,
-        fingerprint: Fingerprint,
-    ) -> (RegisterOutcome, Option<MinIdNotice>) {
-        let (cluster, addr) = (reg.from.cluster.clone(), reg.from.broker_addr.clone());
-        let mut registry = self.registry.write();
-        let (outcome, changed, notice) = registry.register(reg, policy);
-        if changed {
-            self.invalidate();
-        }
-        if matches!(outcome, RegisterOutcome::Registered { .. }) {
-            // Read under the same lock: any later change to the routes moves it on.
-            registry.remember(&cluster, &addr, fingerprint, self.generation());
-        }
-        (outcome, notice)
-    }
-
-    /// Applies a registration that repeats the broker's previous one while the routes have
-    /// not changed since; `None` if it must take the full path.
-    pub fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
-        let mut registry = self.registry.write();
-        registry.repeat(reg, fingerprint, self.generation())
-    }
-
     pub fn with_registry(registry: Registry) -> Self {
         RouteTable {
             registry: RwLock::new(registry),
@@ -116,14 +94,83 @@ impl RouteTable {
         }
     }
 
-    /// Changes whenever something a route shows changes.
+    /// Reads the registry.
+    pub fn read<R>(&self, f: impl FnOnce(&Registry) -> R) -> R {
+        f(&self.registry.read())
+    }
+
+    /// Changes the registry; what the change reports leaves the caches before the lock is
+    /// released.
+    pub fn change<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        let mut registry = self.registry.write();
+        let result = f(&mut registry);
+        self.forget(registry.take_changes());
+        result
+    }
+
+    /// Drops what `changes` made stale. Called with the registry write-locked.
+    fn forget(&self, changes: Changes) {
+        if changes.is_empty() {
+            return;
+        }
+        for topic in &changes.topics {
+            self.standard.remove(topic.as_str());
+            self.fastjson.remove(topic.as_str());
+        }
+        if changes.shared {
+            self.shared.fetch_add(1, Ordering::AcqRel);
+        }
+        if changes.cluster_info {
+            self.cluster_info_generation.fetch_add(1, Ordering::AcqRel);
+        }
+        if changes.topic_list {
+            self.topic_list_generation.fetch_add(1, Ordering::AcqRel);
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Registers a broker, remembering the registration's fingerprint for `repeat`. Which
+    /// queues change is worked out while route lookups go on; only applying them takes the
+    /// write lock.
+    pub fn register(
+        &self,
+        reg: Registration,
+        policy: RegisterPolicy,
+        fingerprint: Fingerprint,
+    ) -> (RegisterOutcome, Option<MinIdNotice>) {
+        let registry = self.registry.upgradable_read();
+        let plan = registry.plan(&reg, policy);
+        let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
+        let from = Registrant {
+            cluster: reg.from.cluster.clone(),
+            broker_addr: reg.from.broker_addr.clone(),
+            broker_name: reg.from.broker_name.clone(),
+            ..reg.from
+        };
+        let (outcome, notice) = registry.register(reg, plan, policy);
+        if matches!(outcome, RegisterOutcome::Registered { .. }) {
+            registry.remember(&from, fingerprint);
+        }
+        self.forget(registry.take_changes());
+        (outcome, notice)
+    }
+
+    /// Applies a registration that repeats the broker's previous one while its group is as that
+    /// one left it; `None` if it must take the full path.
+    pub fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
+        self.change(|r| r.repeat(reg, fingerprint))
+    }
+
+    /// Moves on with every change.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Drops every cached body (after a change outside the registry: KV, config).
+    /// Drops every cached route (after a change outside the registry that routes show: the
+    /// order-topic config, the acting-master setting).
     pub fn invalidate(&self) {
-        self.generation.fetch_add(1, Ordering::Release);
+        self.shared.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The encoded route of `topic`, from cache when current.
@@ -139,16 +186,18 @@ impl RouteTable {
         };
         // Read before the registry: a body built from newer state under an older number is
         // merely rebuilt later, never served stale.
-        let generation = self.generation.load(Ordering::Acquire);
+        let shared = self.shared.load(Ordering::Acquire);
         if let Some(entry) = cache.get(topic) {
-            if entry.0 == generation {
+            if entry.0 == shared {
                 return Some(entry.1.clone());
             }
         }
-        match self.route(topic, extras()) {
+        let extras = extras();
+        let registry = self.registry.read();
+        match assemble(&registry, topic, extras) {
             Some(route) => {
-                let body = self.shared(generation, &route.encode(style));
-                cache.insert(topic.into(), (generation, body.clone()));
+                let body = self.shared_copy(&route.encode(style));
+                cache.insert(topic.into(), (shared, body.clone()));
                 Some(body)
             }
             None => {
@@ -158,11 +207,13 @@ impl RouteTable {
         }
     }
 
-    /// The encoded list of every topic, sorted; rebuilt only after a change.
+    /// The encoded list of every topic, sorted; rebuilt only after the list changed.
     pub fn all_topics_body(&self) -> Bytes {
-        self.all_topics.get(self.generation(), || {
+        let generation = self.topic_list_generation.load(Ordering::Acquire);
+        self.all_topics.get(generation, || {
             // Copied out so that registrations are not held up by the sort and encoding.
-            let mut topics: Vec<String> = self.read(|reg| reg.topics.keys().cloned().collect());
+            let mut topics: Vec<String> =
+                self.read(|reg| reg.topic_names().map(String::from).collect());
             topics.sort_unstable();
             let list = TopicList {
                 topic_list: topics,
@@ -172,34 +223,40 @@ impl RouteTable {
         })
     }
 
-    /// The encoded cluster table; rebuilt only after a change.
+    /// The encoded cluster table; rebuilt only after it changed.
     pub fn cluster_info_body(&self) -> Bytes {
-        self.cluster_info.get(self.generation(), || {
+        let generation = self.cluster_info_generation.load(Ordering::Acquire);
+        self.cluster_info.get(generation, || {
             Bytes::from(self.read(|reg| reg.cluster_info()).encode())
         })
     }
 
-    /// The one copy of `encoded` among bodies built since `generation`. Exactly sized: the
-    /// writer's spare capacity would otherwise stay with the cache.
-    fn shared(&self, generation: u64, encoded: &[u8]) -> Bytes {
+    /// The one copy of `encoded` among the bodies built recently. Exactly sized: the writer's
+    /// spare capacity would otherwise stay with the cache.
+    fn shared_copy(&self, encoded: &[u8]) -> Bytes {
         let mut distinct = self.distinct.lock();
-        if distinct.0 < generation {
-            *distinct = (generation, HashSet::new());
-        }
-        if let Some(body) = distinct.1.get(encoded) {
+        if let Some(body) = distinct.get(encoded) {
             return body.clone();
         }
+        let cached = self.standard.len() + self.fastjson.len();
+        if distinct.len() >= DISTINCT_KEPT.max(cached) {
+            distinct.clear();
+        }
         let body = Bytes::copy_from_slice(encoded);
-        distinct.1.insert(body.clone());
+        distinct.insert(body.clone());
         body
     }
 
     /// The route of `topic`, assembled now.
     pub fn route(&self, topic: &str, extras: RouteExtras) -> Option<TopicRouteData> {
-        let mut route = self.registry.read().route(topic, extras.acting_master)?;
-        route.order_topic_conf = extras.order_topic_conf;
-        Some(route)
+        assemble(&self.registry.read(), topic, extras)
     }
+}
+
+fn assemble(registry: &Registry, topic: &str, extras: RouteExtras) -> Option<TopicRouteData> {
+    let mut route = registry.route(topic, extras.acting_master)?;
+    route.order_topic_conf = extras.order_topic_conf;
+    Some(route)
 }
 
 #[cfg(test)]
@@ -212,15 +269,12 @@ mod tests {
 
     fn table(topics: &[(&str, i32)]) -> RouteTable {
         let mut registry = Registry::default();
-        registry.brokers.insert(
-            "b".into(),
-            BrokerData {
-                cluster: "c".into(),
-                broker_name: "b".into(),
-                broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
-                ..Default::default()
-            },
-        );
+        registry.restore_group(BrokerData {
+            cluster: "c".into(),
+            broker_name: "b".into(),
+            broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
+            ..Default::default()
+        });
         for (topic, queues) in topics {
             let qd = QueueData {
                 broker_name: "b".into(),
@@ -254,11 +308,22 @@ mod tests {
         t.invalidate();
         let rebuilt = body(&t, "b");
         assert_eq!(rebuilt, a);
-        assert_ne!(
-            rebuilt.as_ptr(),
-            a.as_ptr(),
-            "a new generation starts a new set"
-        );
         assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
+    }
+
+    #[test]
+    fn the_set_of_distinct_bodies_stays_bounded() {
+        let topics: Vec<(String, i32)> = (0..DISTINCT_KEPT as i32 + 500)
+            .map(|i| (format!("t{i}"), i + 1))
+            .collect();
+        let refs: Vec<(&str, i32)> = topics.iter().map(|(t, q)| (t.as_str(), *q)).collect();
+        let t = table(&refs);
+        for (topic, _) in &refs {
+            body(&t, topic);
+        }
+        let kept = t.distinct.lock().len();
+        assert!(kept <= DISTINCT_KEPT.max(refs.len()), "{kept} kept");
+        // Every body is still served from the cache.
+        assert_eq!(t.standard.len(), refs.len());
     }
 }

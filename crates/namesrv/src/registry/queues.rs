@@ -51,9 +51,12 @@ impl TopicQueues {
         Some(&self.0[i].1)
     }
 
-    pub fn get_mut(&mut self, broker_name: &str) -> Option<&mut Queues> {
-        let i = self.position(broker_name).ok()?;
-        Some(&mut self.0[i].1)
+    /// Sets a group's permission; returns whether it changed.
+    pub fn set_perm(&mut self, broker_name: &str, perm: i32) -> bool {
+        let Ok(i) = self.position(broker_name) else {
+            return false;
+        };
+        std::mem::replace(&mut self.0[i].1.perm, perm) != perm
     }
 
     pub fn contains(&self, broker_name: &str) -> bool {
@@ -90,10 +93,6 @@ impl TopicQueues {
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Queues)> {
         self.0.iter().map(|(name, q)| (&**name, q))
-    }
-
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Queues)> {
-        self.0.iter_mut().map(|(name, q)| (&**name, q))
     }
 
     pub fn to_queue_datas(&self) -> Vec<QueueData> {

@@ -1,5 +1,10 @@
 //! The routing tables and every rule that changes them. Plain data, no locking: the caller
 //! holds the lock and owns timing.
+//!
+//! Every mutation records what it changed in a [`Changes`] log — which topics' routes, whether
+//! something all routes show changed (a group's addresses or settings), whether cluster info or
+//! the topic list changed — so that the route cache drops exactly what went stale. Mutations
+//! are only reachable through methods of [`Registry`]; its tables are private.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -35,7 +40,7 @@ pub struct BrokerLive {
     pub ha_server_addr: String,
     /// The broker's protocol version (`MQVersion` ordinal) at its last registration.
     pub version: i32,
-    /// The fingerprint of its last full registration and the route generation right after it.
+    /// The fingerprint of its last full registration and its group's epoch right after it.
     pub last_registration: Option<(Fingerprint, u64)>,
 }
 
@@ -101,17 +106,56 @@ pub struct Unregistration {
     pub broker_id: i64,
 }
 
+/// What mutations since the last [`Registry::take_changes`] changed, as the caches see it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Topics whose route (queues, mappings) changed.
+    pub topics: BTreeSet<String>,
+    /// Something every route that shows a group may show: its addresses, settings or filter
+    /// servers. Rare (brokers joining, leaving, failing over), so not tracked by topic.
+    pub shared: bool,
+    pub cluster_info: bool,
+    pub topic_list: bool,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        *self == Changes::default()
+    }
+}
+
 #[derive(Default)]
 pub struct Registry {
     /// The largest table, looked up once per topic of every registration: a fast keyed hash.
-    pub topics: foldhash::HashMap<String, TopicQueues>,
-    pub brokers: HashMap<String, BrokerData>,
-    pub clusters: HashMap<String, BTreeSet<String>>,
-    pub live: HashMap<BrokerAddrKey, BrokerLive>,
-    pub filter_servers: HashMap<BrokerAddrKey, Vec<String>>,
-    pub mappings: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
+    topics: foldhash::HashMap<String, TopicQueues>,
+    brokers: HashMap<String, BrokerData>,
+    clusters: HashMap<String, BTreeSet<String>>,
+    live: HashMap<BrokerAddrKey, BrokerLive>,
+    filter_servers: HashMap<BrokerAddrKey, Vec<String>>,
+    mappings: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
     /// One shared copy of each broker name that topics refer to.
     names: HashSet<Arc<str>>,
+    /// Per group, bumped by every change that a broker's identical re-registration would undo
+    /// (its settings, or its queues changed by anyone else): a broker may skip decoding a
+    /// repeated registration only while its group's epoch is the one it left.
+    group_epochs: HashMap<String, u64>,
+    changes: Changes,
+}
+
+/// The queue changes a registration makes, worked out under a read lock so that the write lock
+/// is held only to apply them: brokers re-register their whole table every 30 s and nearly all
+/// of it is unchanged.
+#[derive(Debug, Default)]
+pub struct TopicPlan {
+    /// Whether the broker speaks for its group's topics (a master, or the lowest slave of a
+    /// 5.x group without one).
+    applies: bool,
+    /// Whether its mapping infos are to be applied (first registration, or a new version).
+    mappings: bool,
+    /// Indexes into the registration's topic configs whose queues must be set, with them.
+    set: Vec<(usize, Queues)>,
+    /// Topics the group must leave (`deleteTopicWithBrokerRegistration`).
+    leave: Vec<String>,
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
@@ -130,6 +174,15 @@ fn queues(tc: &TopicConfig, perm: i32) -> Queues {
     }
 }
 
+/// How a registration's address joined its group.
+enum Joined {
+    Member {
+        min_id_changed: bool,
+    },
+    /// A member with a newer state version holds the id.
+    Stale,
+}
+
 fn no_master(bd: Option<&BrokerData>) -> bool {
     bd.is_none_or(|bd| {
         bd.broker_addrs
@@ -140,6 +193,85 @@ fn no_master(bd: Option<&BrokerData>) -> bool {
 }
 
 impl Registry {
+    // ---- reading ----
+
+    pub fn topic_count(&self) -> usize {
+        self.topics.len()
+    }
+
+    pub fn topic_names(&self) -> impl Iterator<Item = &str> {
+        self.topics.keys().map(String::as_str)
+    }
+
+    pub fn topic_queues(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
+        self.topics.iter().map(|(t, q)| (t.as_str(), q))
+    }
+
+    pub fn group(&self, broker_name: &str) -> Option<&BrokerData> {
+        self.brokers.get(broker_name)
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = &BrokerData> {
+        self.brokers.values()
+    }
+
+    /// Cluster names and the broker names in each.
+    pub fn clusters(&self) -> impl Iterator<Item = (&str, &BTreeSet<String>)> {
+        self.clusters.iter().map(|(c, n)| (c.as_str(), n))
+    }
+
+    pub fn live(&self, cluster: &str, addr: &str) -> Option<&BrokerLive> {
+        self.live.get(&key(cluster, addr))
+    }
+
+    pub fn live_entries(&self) -> impl Iterator<Item = (&BrokerAddrKey, &BrokerLive)> {
+        self.live.iter()
+    }
+
+    pub fn filter_servers(&self) -> impl Iterator<Item = (&BrokerAddrKey, &Vec<String>)> {
+        self.filter_servers.iter()
+    }
+
+    pub fn mappings(
+        &self,
+    ) -> impl Iterator<Item = (&str, &BTreeMap<String, TopicQueueMappingInfo>)> {
+        self.mappings.iter().map(|(t, m)| (t.as_str(), m))
+    }
+
+    // ---- loading a snapshot (before the registry serves anyone) ----
+
+    pub fn restore_group(&mut self, bd: BrokerData) {
+        self.brokers.insert(bd.broker_name.clone(), bd);
+    }
+
+    pub fn restore_cluster(&mut self, cluster: String, names: BTreeSet<String>) {
+        self.clusters.insert(cluster, names);
+    }
+
+    pub fn restore_live(&mut self, key: BrokerAddrKey, live: BrokerLive) {
+        self.live.insert(key, live);
+    }
+
+    pub fn restore_filter_servers(&mut self, key: BrokerAddrKey, servers: Vec<String>) {
+        self.filter_servers.insert(key, servers);
+    }
+
+    pub fn restore_mapping(&mut self, topic: &str, info: TopicQueueMappingInfo) {
+        if let Some(bname) = info.bname.clone() {
+            self.mappings
+                .entry(topic.to_string())
+                .or_default()
+                .insert(bname, info);
+        }
+    }
+
+    /// What changed since the last call; the route cache calls it after every mutation.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.changes)
+    }
+
+    // ---- small recorded mutations ----
+
     fn shared_name(&mut self, broker_name: &str) -> Arc<str> {
         if let Some(name) = self.names.get(broker_name) {
             return name.clone();
@@ -147,6 +279,17 @@ impl Registry {
         let name: Arc<str> = broker_name.into();
         self.names.insert(name.clone());
         name
+    }
+
+    fn bump_group(&mut self, broker_name: &str) {
+        *self
+            .group_epochs
+            .entry(broker_name.to_string())
+            .or_default() += 1;
+    }
+
+    fn group_epoch(&self, broker_name: &str) -> u64 {
+        self.group_epochs.get(broker_name).copied().unwrap_or(0)
     }
 
     /// Sets a broker group's queues of a topic; returns whether anything changed.
@@ -158,21 +301,54 @@ impl Registry {
     fn set_topic_queues(&mut self, topic: &str, broker_name: &Arc<str>, queues: Queues) -> bool {
         // Looked up by reference first: re-registrations mostly touch known topics, and an
         // owned key for each would cost an allocation per topic.
-        if let Some(slot) = self.topics.get_mut(topic) {
-            return slot.set(broker_name, queues);
+        let changed = match self.topics.get_mut(topic) {
+            Some(slot) => slot.set(broker_name, queues),
+            None => {
+                let mut slot = TopicQueues::default();
+                slot.set(broker_name, queues);
+                self.topics.insert(topic.to_string(), slot);
+                self.changes.topic_list = true;
+                true
+            }
+        };
+        if changed {
+            self.changes.topics.insert(topic.to_string());
         }
-        let mut slot = TopicQueues::default();
-        slot.set(broker_name, queues);
-        self.topics.insert(topic.to_string(), slot);
+        changed
+    }
+
+    /// Takes a group out of a topic, and the topic out of the table when no group is left.
+    fn leave_topic(&mut self, topic: &str, broker_name: &str) -> bool {
+        let Some(queues) = self.topics.get_mut(topic) else {
+            return false;
+        };
+        if !queues.remove(broker_name) {
+            return false;
+        }
+        if queues.is_empty() {
+            self.topics.remove(topic);
+            self.changes.topic_list = true;
+        }
+        self.changes.topics.insert(topic.to_string());
         true
     }
 
-    /// Registers a broker. Returns the outcome and whether anything a route shows changed.
-    pub fn register(
-        &mut self,
-        reg: Registration,
-        policy: RegisterPolicy,
-    ) -> (RegisterOutcome, bool, Option<MinIdNotice>) {
+    /// Changes a group's permission on a topic.
+    fn set_perm(&mut self, topic: &str, broker_name: &str, perm: i32) -> bool {
+        let changed = self
+            .topics
+            .get_mut(topic)
+            .is_some_and(|q| q.set_perm(broker_name, perm));
+        if changed {
+            self.changes.topics.insert(topic.to_string());
+        }
+        changed
+    }
+
+    // ---- registration, in steps ----
+
+    /// Works out which queues a registration changes, without changing anything.
+    pub fn plan(&self, reg: &Registration, policy: RegisterPolicy) -> TopicPlan {
         let Registrant {
             cluster,
             broker_addr,
@@ -180,160 +356,253 @@ impl Registry {
             broker_id,
             ..
         } = &reg.from;
+        let group = self.brokers.get(broker_name);
+        let held = group.and_then(|bd| bd.broker_addrs.get(broker_id));
+        let register_first = held.is_none_or(|a| a.is_empty());
+        // The group's lowest id once this address holds `broker_id` (and no other id).
+        let min_id = group
+            .into_iter()
+            .flat_map(|bd| bd.broker_addrs.iter())
+            .filter(|(id, a)| *a != broker_addr || *id == broker_id)
+            .map(|(id, _)| *id)
+            .chain([*broker_id])
+            .min();
+        let old_version = reg.enable_acting_master.is_none();
+        let is_master = *broker_id == MASTER_ID;
+        let is_prime_slave = !old_version && !is_master && min_id == Some(*broker_id);
+        if !(is_master || is_prime_slave) {
+            return TopicPlan::default();
+        }
         let wrapper = &reg.body.wrapper;
-        // Java creates the group and the cluster entry before refusing; a refused registration
-        // here changes nothing, so that refusals cannot pile up empty groups.
+        let version_changed = self
+            .live
+            .get(&key(cluster, broker_addr))
+            .map(|l| l.data_version)
+            != Some(wrapper.data_version);
+        let acting_master = reg.enable_acting_master.unwrap_or(false);
+        let mut plan = TopicPlan {
+            applies: true,
+            mappings: version_changed || register_first,
+            ..Default::default()
+        };
+        if wrapper.mapping_info.is_empty() && policy.delete_unlisted_topics {
+            let incoming: HashSet<&str> = wrapper
+                .topic_configs
+                .iter()
+                .filter_map(|tc| tc.topic_name.as_deref())
+                .collect();
+            plan.leave = self
+                .topics
+                .iter()
+                .filter(|(t, q)| !incoming.contains(t.as_str()) && q.contains(broker_name))
+                .map(|(t, _)| t.clone())
+                .collect();
+        }
+        // An unchanged broker only adds topics it is missing from.
+        let unchanged = !(register_first || version_changed);
+        for (i, tc) in wrapper.topic_configs.iter().enumerate() {
+            let Some(topic) = tc.topic_name.as_deref() else {
+                continue;
+            };
+            let current = self.topics.get(topic).and_then(|q| q.get(broker_name));
+            if unchanged && current.is_some() {
+                continue;
+            }
+            let mut perm = tc.perm;
+            if is_prime_slave && acting_master {
+                perm &= !PERM_WRITE;
+            }
+            let wanted = queues(tc, perm);
+            if current != Some(&wanted) {
+                plan.set.push((i, wanted));
+            }
+        }
+        plan
+    }
+
+    /// Registers a broker with the queue changes `plan` worked out on the same state. Returns
+    /// the outcome and the notice to send.
+    pub fn register(
+        &mut self,
+        reg: Registration,
+        plan: TopicPlan,
+        policy: RegisterPolicy,
+    ) -> (RegisterOutcome, Option<MinIdNotice>) {
+        if self.refuses(&reg) {
+            return (RegisterOutcome::Refused, None);
+        }
+        let min_id_changed = match self.join_group(&reg) {
+            Joined::Stale => {
+                self.drop_live_if_unheld(&key(&reg.from.cluster, &reg.from.broker_addr));
+                return (RegisterOutcome::Stale, None);
+            }
+            Joined::Member { min_id_changed } => min_id_changed,
+        };
+        self.apply_topics(&reg, plan);
+        self.refresh_live(&reg);
+        self.set_filter_servers(&reg);
+        let Registrant {
+            cluster,
+            broker_name,
+            broker_id,
+            ..
+        } = &reg.from;
+        let outcome = self.registered(cluster, broker_name, *broker_id);
+        let notice = (min_id_changed && policy.notify_min_id)
+            .then(|| self.min_id_notice(broker_name, &reg.ha_server_addr));
+        (outcome, notice.flatten())
+    }
+
+    /// Java creates the group and the cluster entry before refusing; a refused registration
+    /// here changes nothing, so that refusals cannot pile up empty groups.
+    fn refuses(&self, reg: &Registration) -> bool {
         let id_known = self
             .brokers
-            .get(broker_name)
-            .is_some_and(|bd| bd.broker_addrs.contains_key(broker_id));
-        if !id_known && wrapper.topic_configs.len() == 1 {
-            return (RegisterOutcome::Refused, false, None);
-        }
-        let addr_key = key(cluster, broker_addr);
-        let name = self.shared_name(broker_name);
+            .get(&reg.from.broker_name)
+            .is_some_and(|bd| bd.broker_addrs.contains_key(&reg.from.broker_id));
+        !id_known && reg.body.wrapper.topic_configs.len() == 1
+    }
 
-        // Cluster membership shows in cluster info, which is cached like routes.
-        let joined_cluster = self
+    /// Joins the cluster and the group under the registration's id, unless a member with a
+    /// newer state version holds that id.
+    fn join_group(&mut self, reg: &Registration) -> Joined {
+        let Registrant {
+            cluster,
+            broker_addr,
+            broker_name,
+            broker_id,
+            ..
+        } = &reg.from;
+        if self
             .clusters
             .entry(cluster.clone())
             .or_default()
-            .insert(broker_name.clone());
-
-        let mut register_first = !self.brokers.contains_key(broker_name);
+            .insert(broker_name.clone())
+        {
+            self.changes.cluster_info = true;
+        }
         let bd = self
             .brokers
             .entry(broker_name.clone())
             .or_insert_with(|| BrokerData::new(cluster, broker_name));
         let before = bd.clone();
-        let old_version = reg.enable_acting_master.is_none();
         bd.enable_acting_master = reg.enable_acting_master.unwrap_or(false);
         bd.zone_name = reg.zone_name.clone();
-
         let prev_min = bd.broker_addrs.keys().next().copied().unwrap_or(0);
-        let min_id_changed = *broker_id < prev_min;
-
         // One address holds one id in a group (a slave switched to master on the same host).
         bd.broker_addrs
             .retain(|id, addr| addr != broker_addr || id == broker_id);
-
-        if let Some(holder) = bd.broker_addrs.get(broker_id).filter(|a| *a != broker_addr) {
-            let holder_state = self
-                .live
-                .get(&key(cluster, holder))
-                .map(|l| l.data_version.state_version);
-            if holder_state.is_some_and(|s| s > wrapper.data_version.state_version) {
-                let changed = *bd != before || joined_cluster;
-                self.drop_live_if_unheld(&addr_key);
-                return (RegisterOutcome::Stale, changed, None);
+        let stale = bd
+            .broker_addrs
+            .get(broker_id)
+            .filter(|holder| *holder != broker_addr)
+            .and_then(|holder| self.live.get(&key(cluster, holder)))
+            .is_some_and(|l| {
+                l.data_version.state_version > reg.body.wrapper.data_version.state_version
+            });
+        if !stale {
+            bd.broker_addrs.insert(*broker_id, broker_addr.clone());
+        }
+        if *bd != before {
+            self.changes.shared = true;
+            self.changes.cluster_info = true;
+            self.bump_group(broker_name);
+        }
+        if stale {
+            Joined::Stale
+        } else {
+            Joined::Member {
+                min_id_changed: *broker_id < prev_min,
             }
         }
+    }
 
-        let old = bd.broker_addrs.insert(*broker_id, broker_addr.clone());
-        register_first |= old.as_deref().is_none_or(str::is_empty);
-        let is_master = *broker_id == MASTER_ID;
-        let min_id = bd.broker_addrs.keys().next().copied();
-        let is_prime_slave = !old_version && !is_master && min_id == Some(*broker_id);
-        let acting_master = bd.enable_acting_master;
-        let mut changed = *bd != before || joined_cluster;
-
-        let prev_version = self.live.get(&addr_key).map(|l| l.data_version);
-        let version_changed = prev_version != Some(wrapper.data_version);
-
-        if is_master || is_prime_slave {
-            if wrapper.mapping_info.is_empty() && policy.delete_unlisted_topics {
-                let incoming: BTreeSet<&str> = wrapper
-                    .topic_configs
-                    .iter()
-                    .filter_map(|tc| tc.topic_name.as_deref())
-                    .collect();
-                changed |= self.remove_broker_from_topics(broker_name, |t| !incoming.contains(t));
+    fn apply_topics(&mut self, reg: &Registration, plan: TopicPlan) {
+        if !plan.applies {
+            return;
+        }
+        let broker_name = &reg.from.broker_name;
+        let name = self.shared_name(broker_name);
+        for topic in &plan.leave {
+            self.leave_topic(topic, broker_name);
+        }
+        let configs = &reg.body.wrapper.topic_configs;
+        for (i, queues) in plan.set {
+            if let Some(topic) = configs.get(i).and_then(|tc| tc.topic_name.as_deref()) {
+                self.set_topic_queues(topic, &name, queues);
             }
-            for tc in &wrapper.topic_configs {
-                let Some(topic) = tc.topic_name.as_deref() else {
+        }
+        if plan.mappings {
+            for (topic, info) in &reg.body.wrapper.mapping_info {
+                let Some(bname) = info.bname.clone() else {
                     continue;
                 };
-                // An unchanged broker only adds topics it is missing from.
-                let unchanged = !(register_first || version_changed);
-                if unchanged
-                    && self
-                        .topics
-                        .get(topic)
-                        .is_some_and(|m| m.contains(broker_name))
-                {
-                    continue;
-                }
-                let mut perm = tc.perm;
-                if is_prime_slave && acting_master {
-                    perm &= !PERM_WRITE;
-                }
-                changed |= self.set_topic_queues(topic, &name, queues(tc, perm));
-            }
-            if version_changed || register_first {
-                for (topic, info) in &wrapper.mapping_info {
-                    let Some(bname) = info.bname.clone() else {
-                        continue;
-                    };
-                    let slot = self.mappings.entry(topic.clone()).or_default();
-                    if slot.get(&bname) != Some(info) {
-                        slot.insert(bname, info.clone());
-                        changed = true;
-                    }
+                let slot = self.mappings.entry(topic.clone()).or_default();
+                if slot.get(&bname) != Some(info) {
+                    slot.insert(bname, info.clone());
+                    self.changes.topics.insert(topic.clone());
                 }
             }
         }
+    }
 
+    fn refresh_live(&mut self, reg: &Registration) {
+        let last_registration = self
+            .live(&reg.from.cluster, &reg.from.broker_addr)
+            .and_then(|l| l.last_registration);
         self.live.insert(
-            addr_key.clone(),
+            key(&reg.from.cluster, &reg.from.broker_addr),
             BrokerLive {
                 last_update_ms: reg.from.now_ms,
                 timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_BROKER_TIMEOUT_MS),
-                data_version: wrapper.data_version,
+                data_version: reg.body.wrapper.data_version,
                 conn: reg.from.conn,
                 ha_server_addr: reg.ha_server_addr.clone(),
                 version: reg.version,
-                last_registration: None,
+                last_registration,
             },
         );
+    }
 
-        if let Some(list) = &reg.body.filter_server_list {
-            let prev = if list.is_empty() {
-                self.filter_servers.remove(&addr_key)
-            } else {
-                self.filter_servers.insert(addr_key, list.clone())
-            };
-            changed |= prev.as_ref() != Some(list) && !(prev.is_none() && list.is_empty());
+    fn set_filter_servers(&mut self, reg: &Registration) {
+        let Some(list) = &reg.body.filter_server_list else {
+            return;
+        };
+        let addr_key = key(&reg.from.cluster, &reg.from.broker_addr);
+        let prev = if list.is_empty() {
+            self.filter_servers.remove(&addr_key)
+        } else {
+            self.filter_servers.insert(addr_key, list.clone())
+        };
+        if prev.as_ref() != Some(list) && !(prev.is_none() && list.is_empty()) {
+            self.changes.shared = true;
         }
+    }
 
-        let outcome = self.registered(cluster, broker_name, *broker_id);
-        let bd = &self.brokers[broker_name.as_str()];
-
-        let notice = (min_id_changed && policy.notify_min_id).then(|| {
-            let (min_id, min_addr) = bd
-                .broker_addrs
+    fn min_id_notice(&self, broker_name: &str, ha_server_addr: &str) -> Option<MinIdNotice> {
+        let bd = self.brokers.get(broker_name)?;
+        let (min_id, min_addr) = bd
+            .broker_addrs
+            .iter()
+            .next()
+            .map(|(id, a)| (*id, a.clone()))
+            .unwrap_or_default();
+        let recipients = if bd.broker_addrs.len() == 1 {
+            bd.broker_addrs.values().cloned().collect()
+        } else {
+            bd.broker_addrs
                 .iter()
-                .next()
-                .map(|(id, a)| (*id, a.clone()))
-                .unwrap_or_default();
-            let recipients = if bd.broker_addrs.len() == 1 {
-                bd.broker_addrs.values().cloned().collect()
-            } else {
-                bd.broker_addrs
-                    .iter()
-                    .filter(|(id, _)| **id != min_id)
-                    .map(|(_, a)| a.clone())
-                    .collect()
-            };
-            MinIdNotice {
-                min_broker_id: min_id,
-                min_broker_addr: min_addr,
-                offline_broker_addr: None,
-                ha_broker_addr: Some(reg.ha_server_addr.clone()),
-                recipients,
-            }
-        });
-
-        (outcome, changed, notice)
+                .filter(|(id, _)| **id != min_id)
+                .map(|(_, a)| a.clone())
+                .collect()
+        };
+        Some(MinIdNotice {
+            min_broker_id: min_id,
+            min_broker_addr: min_addr,
+            offline_broker_addr: None,
+            ha_broker_addr: Some(ha_server_addr.to_string()),
+            recipients,
+        })
     }
 
     /// A registered broker's answer: a slave learns its live master and its HA address.
@@ -348,23 +617,27 @@ impl Registry {
         }
     }
 
-    /// Applies a registration identical to the broker's last full one, made while nothing a
-    /// route shows has changed (`generation`): the full path would change nothing, so only its
-    /// liveness and connection are refreshed. `None` sends it down the full path.
+    /// Applies a registration identical to the broker's last full one while its group is as
+    /// that registration left it: the full path would change nothing, so only its liveness and
+    /// connection are refreshed. Changes elsewhere in the cluster do not matter. `None` sends it
+    /// down the full path.
     pub fn repeat(
         &mut self,
         reg: &Registrant,
         fingerprint: Fingerprint,
-        generation: u64,
     ) -> Option<RegisterOutcome> {
         let group = self.brokers.get(&reg.broker_name)?;
-        if group.cluster != reg.cluster
-            || group.broker_addrs.get(&reg.broker_id) != Some(&reg.broker_addr)
+        if group.broker_addrs.get(&reg.broker_id) != Some(&reg.broker_addr)
+            || !self
+                .clusters
+                .get(&reg.cluster)
+                .is_some_and(|names| names.contains(&reg.broker_name))
         {
             return None;
         }
+        let epoch = self.group_epoch(&reg.broker_name);
         let live = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr))?;
-        if live.last_registration != Some((fingerprint, generation)) {
+        if live.last_registration != Some((fingerprint, epoch)) {
             return None;
         }
         live.last_update_ms = reg.now_ms;
@@ -372,44 +645,19 @@ impl Registry {
         Some(self.registered(&reg.cluster, &reg.broker_name, reg.broker_id))
     }
 
-    /// Remembers a full registration's fingerprint and the generation it left the routes at.
-    pub fn remember(
-        &mut self,
-        cluster: &str,
-        broker_addr: &str,
-        fingerprint: Fingerprint,
-        generation: u64,
-    ) {
-        if let Some(live) = self.live.get_mut(&key(cluster, broker_addr)) {
-            live.last_registration = Some((fingerprint, generation));
+    /// Remembers a full registration's fingerprint with the group epoch it left.
+    pub fn remember(&mut self, reg: &Registrant, fingerprint: Fingerprint) {
+        let epoch = self.group_epoch(&reg.broker_name);
+        if let Some(live) = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr)) {
+            live.last_registration = Some((fingerprint, epoch));
         }
     }
 
-    /// Removes `broker_name`'s queue data from every topic matching `which`; drops emptied
-    /// topics. Returns whether anything was removed.
-    fn remove_broker_from_topics(
-        &mut self,
-        broker_name: &str,
-        which: impl Fn(&str) -> bool,
-    ) -> bool {
-        let mut changed = false;
-        self.topics.retain(|topic, queues| {
-            if which(topic) && queues.remove(broker_name) {
-                changed = true;
-            }
-            !queues.is_empty()
-        });
-        changed
-    }
+    // ---- leaving ----
 
     /// Applies a batch of unregistrations (UNREGISTER_BROKER, expiry, connection loss).
-    /// Returns whether routes changed and the notices to send.
-    pub fn unregister(
-        &mut self,
-        batch: &[Unregistration],
-        notify: bool,
-    ) -> (bool, Vec<MinIdNotice>) {
-        let mut changed = false;
+    /// Returns the notices to send.
+    pub fn unregister(&mut self, batch: &[Unregistration], notify: bool) -> Vec<MinIdNotice> {
         let mut removed = BTreeSet::new();
         let mut reduced = BTreeSet::new();
         let mut min_changed: Vec<(String, String)> = Vec::new();
@@ -420,9 +668,17 @@ impl Registry {
                 let was_min = bd.broker_addrs.keys().next() == Some(&req.broker_id);
                 let count = bd.broker_addrs.len();
                 bd.broker_addrs.retain(|_, a| *a != req.broker_addr);
-                changed |= bd.broker_addrs.len() != count;
+                if bd.broker_addrs.len() != count {
+                    self.changes.shared = true;
+                    self.changes.cluster_info = true;
+                    *self
+                        .group_epochs
+                        .entry(req.broker_name.clone())
+                        .or_default() += 1;
+                }
                 if bd.broker_addrs.is_empty() {
                     self.brokers.remove(&req.broker_name);
+                    self.group_epochs.remove(&req.broker_name);
                     remove_name = true;
                 } else if was_min {
                     min_changed.push((req.broker_name.clone(), req.broker_addr.clone()));
@@ -435,59 +691,68 @@ impl Registry {
                         self.clusters.remove(&req.cluster);
                     }
                 }
+                self.changes.cluster_info = true;
                 removed.insert(req.broker_name.clone());
             } else {
                 reduced.insert(req.broker_name.clone());
             }
-            if self.drop_live_if_unheld(&addr_key) {
-                changed |= self.filter_servers.remove(&addr_key).is_some();
+            if self.drop_live_if_unheld(&addr_key)
+                && self.filter_servers.remove(&addr_key).is_some()
+            {
+                self.changes.shared = true;
             }
         }
 
-        let brokers = &self.brokers;
-        self.topics.retain(|_, queues| {
-            for name in &removed {
-                changed |= queues.remove(name);
-            }
-            for name in &reduced {
-                let Some(qd) = queues.get_mut(name) else {
-                    continue;
-                };
-                let bd = brokers.get(name);
-                if bd.is_some_and(|b| b.enable_acting_master)
-                    && no_master(bd)
-                    && qd.perm & PERM_WRITE != 0
-                {
-                    qd.perm &= !PERM_WRITE;
-                    changed = true;
+        if !removed.is_empty() || !reduced.is_empty() {
+            let mut left = Vec::new();
+            let mut read_only = Vec::new();
+            for (topic, queues) in &self.topics {
+                for name in &removed {
+                    if queues.contains(name) {
+                        left.push((topic.clone(), name.clone()));
+                    }
+                }
+                for name in &reduced {
+                    let Some(qd) = queues.get(name) else { continue };
+                    let bd = self.brokers.get(name);
+                    // A master-less group of acting-master brokers stops taking writes.
+                    if bd.is_some_and(|b| b.enable_acting_master)
+                        && no_master(bd)
+                        && qd.perm & PERM_WRITE != 0
+                    {
+                        read_only.push((topic.clone(), name.clone(), qd.perm & !PERM_WRITE));
+                    }
                 }
             }
-            !queues.is_empty()
-        });
+            for (topic, name) in left {
+                self.leave_topic(&topic, &name);
+            }
+            for (topic, name, perm) in read_only {
+                self.set_perm(&topic, &name, perm);
+            }
+        }
 
         if !removed.is_empty() {
             self.names.retain(|name| Arc::strong_count(name) > 1);
         }
 
-        let notices = if notify {
-            min_changed
-                .into_iter()
-                .filter_map(|(name, offline)| {
-                    let bd = self.brokers.get(&name).filter(|b| b.enable_acting_master)?;
-                    let (min_id, min_addr) = bd.broker_addrs.iter().next()?;
-                    Some(MinIdNotice {
-                        min_broker_id: *min_id,
-                        min_broker_addr: min_addr.clone(),
-                        offline_broker_addr: Some(offline),
-                        ha_broker_addr: None,
-                        recipients: bd.broker_addrs.values().cloned().collect(),
-                    })
+        if !notify {
+            return Vec::new();
+        }
+        min_changed
+            .into_iter()
+            .filter_map(|(name, offline)| {
+                let bd = self.brokers.get(&name).filter(|b| b.enable_acting_master)?;
+                let (min_id, min_addr) = bd.broker_addrs.iter().next()?;
+                Some(MinIdNotice {
+                    min_broker_id: *min_id,
+                    min_broker_addr: min_addr.clone(),
+                    offline_broker_addr: Some(offline),
+                    ha_broker_addr: None,
+                    recipients: bd.broker_addrs.values().cloned().collect(),
                 })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        (changed, notices)
+            })
+            .collect()
     }
 
     /// Whether `bd` belongs to `cluster`: the cluster it was created in, or one it joined later.
@@ -620,56 +885,53 @@ impl Registry {
         Ok(())
     }
 
-    /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).
-    pub fn touch(&mut self, cluster: &str, addr: &str, now_ms: i64) -> Option<&BrokerLive> {
-        let live = self.live.get_mut(&key(cluster, addr))?;
-        live.last_update_ms = now_ms;
-        Some(live)
-    }
-
-    pub fn live(&self, cluster: &str, addr: &str) -> Option<&BrokerLive> {
-        self.live.get(&key(cluster, addr))
-    }
-
-    /// Sets (wipe) or restores (add) write permission on every topic of a broker group.
-    pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> (usize, bool) {
-        let mut count = 0;
-        let mut changed = false;
-        for queues in self.topics.values_mut() {
-            if let Some(qd) = queues.get_mut(broker_name) {
+    /// Sets (wipe) or restores (add) write permission on every topic of a broker group;
+    /// returns how many topics the group serves.
+    pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> usize {
+        let changes: Vec<(String, i32)> = self
+            .topics
+            .iter()
+            .filter_map(|(topic, queues)| {
+                let perm = queues.get(broker_name)?.perm;
                 let perm = if wipe {
-                    qd.perm & !PERM_WRITE
+                    perm & !PERM_WRITE
                 } else {
                     PERM_READ | PERM_WRITE
                 };
-                changed |= perm != qd.perm;
-                qd.perm = perm;
-                count += 1;
-            }
+                Some((topic.clone(), perm))
+            })
+            .collect();
+        for (topic, perm) in &changes {
+            self.set_perm(topic, broker_name, *perm);
         }
-        (count, changed)
+        self.bump_group(broker_name);
+        changes.len()
     }
 
     pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) -> bool {
-        match cluster {
-            None => self.topics.remove(topic).is_some(),
+        let Some(queues) = self.topics.get(topic) else {
+            return false;
+        };
+        let names: Vec<String> = match cluster {
+            None => queues.iter().map(|(name, _)| name.to_string()).collect(),
             Some(cluster) => {
                 let Some(names) = self.clusters.get(cluster) else {
                     return false;
                 };
-                let Some(queues) = self.topics.get_mut(topic) else {
-                    return false;
-                };
-                let mut changed = false;
-                for name in names {
-                    changed |= queues.remove(name);
-                }
-                if queues.is_empty() {
-                    self.topics.remove(topic);
-                }
-                changed
+                names
+                    .iter()
+                    .filter(|n| queues.contains(n))
+                    .cloned()
+                    .collect()
             }
+        };
+        let mut changed = false;
+        for name in names {
+            changed |= self.leave_topic(topic, &name);
+            // A broker's next identical registration brings the topic back.
+            self.bump_group(&name);
         }
+        changed
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV: stores queue data of known brokers, stopping at the first
@@ -680,9 +942,19 @@ impl Registry {
             if !self.brokers.contains_key(&qd.broker_name) {
                 break;
             }
-            changed |= self.set_queues(topic, qd);
+            if self.set_queues(topic, qd) {
+                changed = true;
+                self.bump_group(&qd.broker_name);
+            }
         }
         changed
+    }
+
+    /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).
+    pub fn touch(&mut self, cluster: &str, addr: &str, now_ms: i64) -> Option<&BrokerLive> {
+        let live = self.live.get_mut(&key(cluster, addr))?;
+        live.last_update_ms = now_ms;
+        Some(live)
     }
 
     /// Assembles a topic's route; `None` if the topic or all its brokers are unknown.
