@@ -39,12 +39,12 @@ public final class NamesrvDiff {
     // ------------------------------------------------------------------------------------------
     // ALLOW-LIST: the only place where deliberate deviations of our server from Java are accepted.
     // A difference matching an entry is printed as ALLOWED and does not fail the run. Add an entry
-    // only for Java behaviour that wire-protocol.md says not to copy, with the reason.
+    // only for Java behaviour that docs/protocol.md says not to copy, with the reason, and list it in its §10.
     // ------------------------------------------------------------------------------------------
     static final List<Allowed> ALLOW = List.of(
         new Allowed("own-version",
             "the response header 'version' is the server's own release ordinal; ours identifies as 5.3.3 (479), "
-                + "the release wire-protocol.md describes (§1.4); no peer reads it",
+                + "the release docs/protocol.md describes (§1.4); no peer reads it",
             d -> d.field.equals("version") && "479".equals(d.ours)),
         new Allowed("901-remark",
             "Java's GET_BROKER_MEMBER_GROUP success carries the accidental remark 'not set any response code' "
@@ -97,7 +97,7 @@ public final class NamesrvDiff {
         return c == null ? -1 : c.getCode();
     }
 
-    // "Required" header fields per request code (wire-protocol.md §2.3); Java never checks them.
+    // "Required" header fields per request code (docs/protocol.md §2.3); Java never checks them.
     static final Map<Integer, List<String>> REQUIRED = Map.ofEntries(
         Map.entry(100, List.of("namespace", "key")), Map.entry(101, List.of("namespace", "key")),
         Map.entry(102, List.of("namespace", "key")),
@@ -115,7 +115,7 @@ public final class NamesrvDiff {
         return REQUIRED.getOrDefault(r.code, List.of()).stream().anyMatch(k -> r.ext == null || r.ext.get(k) == null);
     }
 
-    // Request versions (MQVersion ordinals) that matter, see wire-protocol.md §1.8.
+    // Request versions (MQVersion ordinals) that matter, see docs/protocol.md §1.8.
     static final int V_CURRENT = 479, V4_9_3 = 399, V4_9_4 = 401, V5_0_0 = 413;
     static final long TS0 = 1_700_000_000_000L;
     static final long TIMEOUT_MS = 5000;
@@ -295,7 +295,7 @@ public final class NamesrvDiff {
         old.reg().topics(t("OldTopic"), t("OldTopic2")).dv(1).version(0).actingMaster(null).oldWrapperBody()
             .send("version 0: bare wrapper body");
         call("route old topic", reader, route("OldTopic", V_CURRENT));
-        // Broker bodies Java parses leniently (wire-protocol.md §3.2), one feature per registration.
+        // Broker bodies Java parses leniently (docs/protocol.md §3.2), one feature per registration.
         // Not scripted: unquoted property names, which 5.3.3 (and §3.2) accept but 5.5.0 (fastjson2) refuses.
         Broker len = new Broker("ClusterZ", "broker-len", 0, "127.0.0.1:12941");
         len.reg().topics().dv(1).send("lenient: initial empty registration");
