@@ -15,6 +15,8 @@
 #[cfg(test)]
 mod invariants;
 mod queues;
+#[cfg(test)]
+mod rules;
 mod tables;
 
 use std::collections::HashSet;

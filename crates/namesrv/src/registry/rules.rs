@@ -1,0 +1,503 @@
+//! The registration rules and the change log, case by case, on the registry alone; and the
+//! route cache checked against freshly built routes after any sequence of changes.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
+
+use super::*;
+
+const MASTER: &str = "10.0.0.1:10911";
+const SLAVE: &str = "10.0.0.2:10911";
+
+/// A registration as a broker sends it; topics are (name, queues, perm).
+struct Reg {
+    name: &'static str,
+    id: i64,
+    addr: &'static str,
+    topics: Vec<(&'static str, i32, i32)>,
+    counter: i64,
+    state_version: i64,
+    acting_master: Option<bool>,
+    filter_servers: Option<Vec<String>>,
+}
+
+fn reg(name: &'static str, id: i64, addr: &'static str, topics: &[(&'static str, i32)]) -> Reg {
+    Reg {
+        name,
+        id,
+        addr,
+        topics: topics.iter().map(|(t, q)| (*t, *q, 6)).collect(),
+        counter: 1,
+        state_version: 0,
+        acting_master: Some(false),
+        filter_servers: Some(vec![]),
+    }
+}
+
+impl Reg {
+    fn version(mut self, counter: i64) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    fn state_version(mut self, v: i64) -> Self {
+        self.state_version = v;
+        self
+    }
+
+    fn acting_master(mut self, on: Option<bool>) -> Self {
+        self.acting_master = on;
+        self
+    }
+
+    fn filter_servers(mut self, servers: &[&str]) -> Self {
+        self.filter_servers = Some(servers.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    fn build(&self) -> Registration {
+        Registration {
+            from: Registrant {
+                cluster: "c".into(),
+                broker_addr: self.addr.into(),
+                broker_name: self.name.into(),
+                broker_id: self.id,
+                conn: 1,
+                now_ms: 0,
+            },
+            ha_server_addr: format!("{}-ha", self.addr),
+            zone_name: None,
+            timeout_ms: None,
+            enable_acting_master: self.acting_master,
+            body: RegisterBrokerBody {
+                wrapper: TopicConfigWrapper {
+                    data_version: DataVersion {
+                        counter: self.counter,
+                        state_version: self.state_version,
+                        timestamp: self.counter,
+                    },
+                    topic_configs: self
+                        .topics
+                        .iter()
+                        .map(|(t, q, perm)| TopicConfig::new(t, *q, *perm))
+                        .collect(),
+                    mapping_info: vec![],
+                },
+                filter_server_list: self.filter_servers.clone(),
+            },
+            version: 479,
+        }
+    }
+}
+
+fn apply(r: &mut Registry, reg: &Reg, policy: RegisterPolicy) -> RegisterOutcome {
+    let reg = reg.build();
+    let plan = r.plan(&reg, policy);
+    r.register(reg, plan, policy).0
+}
+
+fn changes(topics: &[&str], shared: bool, cluster_info: bool, topic_list: bool) -> Changes {
+    Changes {
+        topics: topics.iter().map(|t| t.to_string()).collect(),
+        shared,
+        cluster_info,
+        topic_list,
+    }
+}
+
+/// `(perm, read queues)` of `group` in `topic`'s route.
+fn queues_of(r: &Registry, topic: &str, group: &str) -> Option<(i32, i32)> {
+    let route = r.route(topic, false)?;
+    let qd = route.queue_datas.iter().find(|q| q.broker_name == group)?;
+    Some((qd.perm, qd.read_queue_nums))
+}
+
+struct Case {
+    name: &'static str,
+    /// Registrations made first; their changes are not checked.
+    before: Vec<Reg>,
+    policy: RegisterPolicy,
+    register: Reg,
+    outcome: RegisterOutcome,
+    changes: Changes,
+    /// A topic and group with the `(perm, read queues)` expected after, or `None` for absent.
+    then: (&'static str, &'static str, Option<(i32, i32)>),
+}
+
+fn registered(master: Option<&str>) -> RegisterOutcome {
+    RegisterOutcome::Registered {
+        master_addr: master.map(String::from),
+        ha_server_addr: master.map(|m| format!("{m}-ha")),
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let base = || reg("b", 0, MASTER, &[("t1", 4), ("t2", 4)]);
+    let delete_unlisted = RegisterPolicy {
+        delete_unlisted_topics: true,
+        ..Default::default()
+    };
+    vec![
+        Case {
+            name: "a master's first registration creates its group and topics",
+            before: vec![],
+            policy: RegisterPolicy::default(),
+            register: base(),
+            outcome: registered(None),
+            changes: changes(&["t1", "t2"], true, true, true),
+            then: ("t1", "b", Some((6, 4))),
+        },
+        Case {
+            name: "the same registration again changes nothing",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: base(),
+            outcome: registered(None),
+            changes: Changes::default(),
+            then: ("t1", "b", Some((6, 4))),
+        },
+        Case {
+            name: "a new version changing one topic's queues changes that topic only",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, MASTER, &[("t1", 8), ("t2", 4)]).version(2),
+            outcome: registered(None),
+            changes: changes(&["t1"], false, false, false),
+            then: ("t1", "b", Some((6, 8))),
+        },
+        Case {
+            name: "a new topic changes that topic and the topic list",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, MASTER, &[("t1", 4), ("t2", 4), ("t3", 2)]).version(2),
+            outcome: registered(None),
+            changes: changes(&["t3"], false, false, true),
+            then: ("t3", "b", Some((6, 2))),
+        },
+        Case {
+            name: "an unchanged version does not overwrite queues it already has",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, MASTER, &[("t1", 8), ("t2", 4)]),
+            outcome: registered(None),
+            changes: Changes::default(),
+            then: ("t1", "b", Some((6, 4))),
+        },
+        Case {
+            name: "a single-topic first registration is refused and changes nothing",
+            before: vec![],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, MASTER, &[("only", 4)]),
+            outcome: RegisterOutcome::Refused,
+            changes: Changes::default(),
+            then: ("only", "b", None),
+        },
+        Case {
+            name: "a single topic from a known id is accepted",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, MASTER, &[("t1", 2)]).version(2),
+            outcome: registered(None),
+            changes: changes(&["t1"], false, false, false),
+            then: ("t1", "b", Some((6, 2))),
+        },
+        Case {
+            name: "a slave joins the group and learns its master, topics untouched",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 1, SLAVE, &[("t1", 8), ("t2", 8)]),
+            outcome: registered(Some(MASTER)),
+            changes: changes(&[], true, true, false),
+            then: ("t1", "b", Some((6, 4))),
+        },
+        Case {
+            name: "an older state version than the id's holder is stale",
+            before: vec![base().state_version(5)],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, SLAVE, &[("t1", 8), ("t2", 8)]).state_version(3),
+            outcome: RegisterOutcome::Stale,
+            changes: Changes::default(),
+            then: ("t1", "b", Some((6, 4))),
+        },
+        Case {
+            name: "a newer state version takes the id over",
+            before: vec![base().state_version(5)],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 0, SLAVE, &[("t1", 8), ("t2", 8)]).state_version(6),
+            outcome: registered(None),
+            changes: changes(&["t1", "t2"], true, true, false),
+            then: ("t1", "b", Some((6, 8))),
+        },
+        Case {
+            name: "a master's full registration drops unlisted topics when told to",
+            before: vec![base()],
+            policy: delete_unlisted,
+            register: reg("b", 0, MASTER, &[("t1", 4), ("t3", 4)]).version(2),
+            outcome: registered(None),
+            changes: changes(&["t2", "t3"], false, false, true),
+            then: ("t2", "b", None),
+        },
+        Case {
+            name:
+                "the lowest 5.x slave of a master-less acting-master group speaks for it, read-only",
+            before: vec![],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 1, SLAVE, &[("t1", 4), ("t2", 4)]).acting_master(Some(true)),
+            outcome: registered(None),
+            changes: changes(&["t1", "t2"], true, true, true),
+            then: ("t1", "b", Some((4, 4))),
+        },
+        Case {
+            name: "a 4.x slave never speaks for its group's topics",
+            before: vec![],
+            policy: RegisterPolicy::default(),
+            register: reg("b", 1, SLAVE, &[("t1", 4), ("t2", 4)]).acting_master(None),
+            outcome: registered(None),
+            changes: changes(&[], true, true, false),
+            then: ("t1", "b", None),
+        },
+        Case {
+            name: "new filter servers change what every route of the group may show",
+            before: vec![base()],
+            policy: RegisterPolicy::default(),
+            register: base().filter_servers(&["10.0.0.9:1"]),
+            outcome: registered(None),
+            changes: changes(&[], true, false, false),
+            then: ("t1", "b", Some((6, 4))),
+        },
+    ]
+}
+
+#[test]
+fn every_registration_rule_reports_exactly_what_it_changed() {
+    for case in cases() {
+        let mut r = Registry::default();
+        for before in &case.before {
+            apply(&mut r, before, case.policy);
+        }
+        r.take_changes();
+        let outcome = apply(&mut r, &case.register, case.policy);
+        assert_eq!(outcome, case.outcome, "{}", case.name);
+        assert_eq!(r.take_changes(), case.changes, "{}", case.name);
+        let (topic, group, expected) = case.then;
+        assert_eq!(queues_of(&r, topic, group), expected, "{}", case.name);
+    }
+}
+
+#[test]
+fn admin_changes_and_departures_report_what_they_changed() {
+    let setup = || {
+        let mut r = Registry::default();
+        apply(
+            &mut r,
+            &reg("a", 0, MASTER, &[("shared", 4), ("only-a", 4)]),
+            RegisterPolicy::default(),
+        );
+        apply(
+            &mut r,
+            &reg("b", 0, SLAVE, &[("shared", 4), ("only-b", 4)]),
+            RegisterPolicy::default(),
+        );
+        r.take_changes();
+        r
+    };
+
+    let mut r = setup();
+    assert!(r.delete_topic("only-a", None));
+    assert_eq!(r.take_changes(), changes(&["only-a"], false, false, true));
+    assert!(r.delete_topic("shared", Some("c")));
+    assert_eq!(r.take_changes(), changes(&["shared"], false, false, true));
+
+    let mut r = setup();
+    assert_eq!(r.change_write_perm("a", true), 2);
+    assert_eq!(
+        r.take_changes(),
+        changes(&["only-a", "shared"], false, false, false)
+    );
+    assert_eq!(queues_of(&r, "shared", "a"), Some((4, 4)));
+    r.change_write_perm("a", true);
+    assert!(r.take_changes().is_empty(), "wiping twice changes nothing");
+
+    let mut r = setup();
+    r.touch("c", MASTER, 99);
+    assert!(
+        r.take_changes().is_empty(),
+        "a heartbeat is no route change"
+    );
+    let leaving = r.departures(&[BrokerAddrKey {
+        cluster: "c".into(),
+        addr: MASTER.into(),
+    }]);
+    r.unregister(&leaving, false);
+    assert_eq!(
+        r.take_changes(),
+        changes(&["only-a", "shared"], true, true, true)
+    );
+    assert_eq!(queues_of(&r, "shared", "b"), Some((6, 4)));
+}
+
+#[test]
+fn a_repeated_registration_stays_cheap_while_others_change_the_cluster() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    let a = reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]);
+    let from = |reg: &Reg| reg.build().from;
+    apply(&mut r, &a, policy);
+    r.remember(&from(&a), 42);
+    assert!(r.repeat(&from(&a), 42).is_some());
+    assert!(r.repeat(&from(&a), 43).is_none(), "another fingerprint");
+
+    // Another group changing its topics does not matter to `a`.
+    apply(&mut r, &reg("b", 0, SLAVE, &[("t1", 8), ("t9", 1)]), policy);
+    assert!(r.repeat(&from(&a), 42).is_some());
+
+    // An admin taking a topic from `a` does: the full path would bring it back.
+    r.delete_topic("t2", None);
+    assert!(r.repeat(&from(&a), 42).is_none());
+    apply(&mut r, &a, policy);
+    assert_eq!(queues_of(&r, "t2", "a"), Some((6, 4)));
+}
+
+// ---- the cache against fresh routes ----
+
+const TOPICS: [&str; 5] = ["t0", "t1", "t2", "t3", "t4"];
+const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
+const ADDRS: [&str; 4] = [
+    "10.0.1.1:10911",
+    "10.0.1.2:10911",
+    "10.0.1.3:10911",
+    "10.0.1.4:10911",
+];
+
+#[derive(Clone, Debug)]
+enum Step {
+    Register {
+        group: usize,
+        id: i64,
+        addr: usize,
+        topics: Vec<(usize, i32)>,
+        counter: i64,
+        conn: ConnId,
+    },
+    Unregister {
+        group: usize,
+        id: i64,
+        addr: usize,
+    },
+    Close(ConnId),
+    Expire(i64),
+    DeleteTopic(usize),
+    WritePerm(usize, bool),
+    RegisterTopic(usize, usize, i32),
+    Extras,
+    Read(usize, bool),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (0..3usize, 0..2i64, 0..4usize, prop::collection::vec((0..5usize, 1..4i32), 0..5), 0..3i64, 0..3u64)
+            .prop_map(|(group, id, addr, topics, counter, conn)| Step::Register { group, id, addr, topics, counter, conn }),
+        1 => (0..3usize, 0..2i64, 0..4usize).prop_map(|(group, id, addr)| Step::Unregister { group, id, addr }),
+        1 => (0..3u64).prop_map(Step::Close),
+        1 => (0..15_000i64).prop_map(Step::Expire),
+        1 => (0..5usize).prop_map(Step::DeleteTopic),
+        1 => (0..3usize, any::<bool>()).prop_map(|(g, wipe)| Step::WritePerm(g, wipe)),
+        1 => (0..5usize, 0..3usize, 1..4i32).prop_map(|(t, g, q)| Step::RegisterTopic(t, g, q)),
+        1 => Just(Step::Extras),
+        4 => (0..5usize, any::<bool>()).prop_map(|(t, standard)| Step::Read(t, standard)),
+    ]
+}
+
+fn extras() -> RouteExtras {
+    RouteExtras {
+        acting_master: false,
+        order_topic_conf: None,
+    }
+}
+
+fn style(standard: bool) -> JsonStyle {
+    if standard {
+        JsonStyle::Standard
+    } else {
+        JsonStyle::Fastjson
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_cached_body_equals_a_freshly_built_one(steps in prop::collection::vec(step(), 1..60)) {
+        let table = RouteTable::default();
+        let mut now = 0i64;
+        for step in steps {
+            match step {
+                Step::Register { group, id, addr, topics, counter, conn } => {
+                    let mut seen = BTreeSet::new();
+                    let topics: Vec<(&'static str, i32, i32)> = topics
+                        .into_iter()
+                        .filter(|(t, _)| seen.insert(*t))
+                        .map(|(t, q)| (TOPICS[t], q, 6))
+                        .collect();
+                    let mut registration = reg(GROUPS[group], id, ADDRS[addr], &[]).version(counter).build();
+                    registration.body.wrapper.topic_configs =
+                        topics.iter().map(|(t, q, p)| TopicConfig::new(t, *q, *p)).collect();
+                    registration.from.conn = conn;
+                    registration.from.now_ms = now;
+                    registration.timeout_ms = Some(10_000);
+                    table.register(registration, RegisterPolicy::default(), 0);
+                }
+                Step::Unregister { group, id, addr } => {
+                    table.change(|r| r.unregister(&[Unregistration {
+                        cluster: "c".into(),
+                        broker_addr: ADDRS[addr].into(),
+                        broker_name: GROUPS[group].into(),
+                        broker_id: id,
+                    }], false));
+                }
+                Step::Close(conn) => {
+                    table.change(|r| {
+                        let keys = r.registered_on(conn);
+                        let leaving = r.departures(&keys);
+                        r.unregister(&leaving, false)
+                    });
+                }
+                Step::Expire(advance) => {
+                    now += advance;
+                    table.change(|r| {
+                        let keys: Vec<BrokerAddrKey> = r.expired(now).into_iter().map(|(k, _)| k).collect();
+                        let leaving = r.departures(&keys);
+                        r.unregister(&leaving, false)
+                    });
+                }
+                Step::DeleteTopic(t) => {
+                    table.change(|r| r.delete_topic(TOPICS[t], None));
+                }
+                Step::WritePerm(g, wipe) => {
+                    table.change(|r| r.change_write_perm(GROUPS[g], wipe));
+                }
+                Step::RegisterTopic(t, g, q) => {
+                    let qd = rocketmq_wire::body::QueueData {
+                        broker_name: GROUPS[g].into(),
+                        read_queue_nums: q,
+                        write_queue_nums: q,
+                        perm: 6,
+                        topic_sys_flag: 0,
+                    };
+                    table.change(|r| r.register_topic(TOPICS[t], &[qd]));
+                }
+                Step::Extras => table.invalidate(),
+                Step::Read(t, standard) => {
+                    table.route_body(TOPICS[t], style(standard), extras);
+                }
+            }
+            for topic in TOPICS {
+                for standard in [true, false] {
+                    let cached = table.route_body(topic, style(standard), extras);
+                    let fresh = table.route(topic, extras()).map(|r| r.encode(style(standard)));
+                    prop_assert_eq!(cached.as_deref(), fresh.as_deref(), "{} after {:?}", topic, standard);
+                }
+            }
+        }
+    }
+}
