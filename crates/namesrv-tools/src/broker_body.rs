@@ -15,15 +15,16 @@ pub const PERM_RW: i32 = 6;
 /// Bytes a topic takes in the JSON form beyond its name twice, for the initial allocation.
 const JSON_BYTES_PER_TOPIC: usize = 160;
 
-pub fn encode(topics: &[String], queues: i32, data_version: DataVersion, form: BodyForm) -> Bytes {
+/// A body whose topics each have their own queue count.
+pub fn encode_table(table: &[(&str, i32)], data_version: DataVersion, form: BodyForm) -> Bytes {
     match form {
-        BodyForm::Json => encode_json(topics, queues, data_version).into(),
+        BodyForm::Json => encode_json(table, data_version).into(),
         BodyForm::Compressed => RegisterBrokerBody {
             wrapper: TopicConfigWrapper {
                 data_version,
-                topic_configs: topics
+                topic_configs: table
                     .iter()
-                    .map(|t| TopicConfig::new(t, queues, PERM_RW))
+                    .map(|(t, queues)| TopicConfig::new(t, *queues, PERM_RW))
                     .collect(),
                 mapping_info: Vec::new(),
             },
@@ -35,8 +36,8 @@ pub fn encode(topics: &[String], queues: i32, data_version: DataVersion, form: B
 }
 
 /// fastjson's output for a 5.x broker's RegisterBrokerBody: properties in alphabetical order.
-fn encode_json(topics: &[String], queues: i32, data_version: DataVersion) -> Vec<u8> {
-    let names: usize = topics.iter().map(|t| 2 * t.len()).sum();
+fn encode_json(topics: &[(&str, i32)], data_version: DataVersion) -> Vec<u8> {
+    let names: usize = topics.iter().map(|(t, _)| 2 * t.len()).sum();
     let mut w = JsonWriter::with_capacity(
         JsonStyle::Fastjson,
         256 + names + topics.len() * JSON_BYTES_PER_TOPIC,
@@ -53,7 +54,8 @@ fn encode_json(topics: &[String], queues: i32, data_version: DataVersion) -> Vec
             }
             .write(w);
             w.key("topicConfigTable").object(|w| {
-                for topic in topics {
+                for (topic, queues) in topics {
+                    let queues = *queues;
                     w.key(topic).object(|w| {
                         w.key("attributes").object(|_| {});
                         w.key("order").bool(false);
@@ -85,7 +87,7 @@ mod tests {
             state_version: 0,
             timestamp: 1700000000000,
         };
-        let body = encode(&["TopicTest".into()], 4, dv, BodyForm::Json);
+        let body = encode_table(&[("TopicTest", 4)], dv, BodyForm::Json);
         let expected = concat!(
             r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":42,"stateVersion":0,"timestamp":1700000000000},"#,
             r#""mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"TopicTest":{"attributes":{},"#,
@@ -103,8 +105,9 @@ mod tests {
             timestamp: 1,
         };
         let topics: Vec<String> = (0..3).map(|i| format!("T{i}")).collect();
+        let table: Vec<(&str, i32)> = topics.iter().map(|t| (t.as_str(), 8)).collect();
         for form in [BodyForm::Json, BodyForm::Compressed] {
-            let body = encode(&topics, 8, dv, form);
+            let body = encode_table(&table, dv, form);
             let decoded = RegisterBrokerBody::decode(
                 Some(&body),
                 form.version(),

@@ -78,6 +78,10 @@ pub struct FleetArgs {
     /// Initial registrations in flight at once
     #[arg(long, default_value_t = 8)]
     pub register_concurrency: usize,
+    /// Give every topic a route of its own (a subset of the brokers, its own queue counts);
+    /// --topics is then the number of topics in all
+    #[arg(long)]
+    pub distinct_routes: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -136,6 +140,15 @@ pub struct MixedArgs {
     /// Seconds between GET_ALL_TOPIC_LIST_FROM_NAMESERVER polls of one admin client (0 = none)
     #[arg(long, default_value_t = 1)]
     pub topic_list_poll_secs: u64,
+    /// Registrations a second that change one thing in a master's table (0 = none)
+    #[arg(long, default_value_t = 0.0)]
+    pub changes_per_sec: f64,
+    /// Share of the periodic re-registrations of masters that change a topic first
+    #[arg(long, default_value_t = 0.0)]
+    pub change_share: f64,
+    /// Of the changes, the share that creates or deletes a topic instead of changing queues
+    #[arg(long, default_value_t = 0.2)]
+    pub create_delete_share: f64,
 }
 
 #[derive(Args, Debug)]

@@ -43,6 +43,20 @@ pub struct Layout {
     pub group_size: usize,
     pub queues: i32,
     pub slaves: bool,
+    /// Every topic has a route of its own: a subset of the brokers, each with its own queue
+    /// count. `topics_per_broker` is then the number of topics in all.
+    pub distinct: bool,
+}
+
+/// A well-mixed number from two, so that distinct routes look random but repeat run to run.
+fn mix(a: usize, b: usize) -> u64 {
+    let mut x =
+        (a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (b as u64).wrapping_add(0x632B_E59B);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 impl Layout {
@@ -58,13 +72,21 @@ impl Layout {
             group_size,
             queues,
             slaves: false,
+            distinct: false,
         }
     }
 
     pub fn from_args(args: &FleetArgs) -> Self {
+        // Distinct routes give every broker a table of its own.
+        let group_size = if args.distinct_routes {
+            1
+        } else {
+            args.group_size
+        };
         Layout {
             slaves: args.slaves,
-            ..Layout::new(args.brokers, args.topics, args.group_size, args.queues)
+            distinct: args.distinct_routes,
+            ..Layout::new(args.brokers, args.topics, group_size, args.queues)
         }
     }
 
@@ -81,8 +103,39 @@ impl Layout {
     }
 
     pub fn all_topics(&self) -> Vec<String> {
+        if self.distinct {
+            return (0..self.topics_per_broker)
+                .map(Layout::distinct_topic)
+                .collect();
+        }
         (0..self.groups())
             .flat_map(|g| (0..self.topics_per_broker).map(move |i| Layout::topic(g, i)))
+            .collect()
+    }
+
+    fn distinct_topic(i: usize) -> String {
+        format!("BenchOwnRoute-{i:06}")
+    }
+
+    /// The topics of `group` with their queue counts.
+    pub fn table(&self, group: usize) -> Vec<(String, i32)> {
+        if !self.distinct {
+            return (0..self.topics_per_broker)
+                .map(|i| (Layout::topic(group, i), self.queues))
+                .collect();
+        }
+        // Each topic on about half the brokers (at least one), with 1 to 16 queues on each.
+        (0..self.topics_per_broker)
+            .filter(|&i| {
+                mix(i, group) % 2 == 0
+                    || (0..self.brokers).all(|b| mix(i, b) % 2 == 1) && i % self.brokers == group
+            })
+            .map(|i| {
+                (
+                    Layout::distinct_topic(i),
+                    1 + (mix(i, group) >> 8) as i32 % 16,
+                )
+            })
             .collect()
     }
 
@@ -132,11 +185,13 @@ impl Layout {
 
     /// The REGISTER_BROKER body of every broker of `group`.
     pub fn register_body(&self, group: usize, data_version: DataVersion, form: BodyForm) -> Bytes {
-        let topics: Vec<String> = (0..self.topics_per_broker)
-            .map(|i| Layout::topic(group, i))
-            .collect();
-        broker_body::encode(&topics, self.queues, data_version, form)
+        encode(&self.table(group), data_version, form)
     }
+}
+
+fn encode(table: &[(String, i32)], data_version: DataVersion, form: BodyForm) -> Bytes {
+    let table: Vec<(&str, i32)> = table.iter().map(|(t, q)| (t.as_str(), *q)).collect();
+    broker_body::encode_table(&table, data_version, form)
 }
 
 pub fn fresh_data_version(counter: i64) -> DataVersion {
@@ -155,9 +210,35 @@ pub struct Member {
     pub broker: usize,
     pub id: i64,
     pub client: Client,
+    /// Its own table once it has changed a topic (until then it sends its group's body).
+    own: Mutex<Option<OwnTable>>,
+}
+
+struct OwnTable {
+    table: Vec<(String, i32)>,
+    counter: i64,
+    created: usize,
+    body: Bytes,
+}
+
+/// How brokers change their tables during a run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct ChangePolicy {
+    /// Of the changes, the share that creates or deletes a topic rather than changing one
+    /// topic's queue count.
+    pub create_delete_share: f64,
 }
 
 impl Member {
+    pub fn new(broker: usize, id: i64, client: Client) -> Self {
+        Member {
+            broker,
+            id,
+            client,
+            own: Mutex::new(None),
+        }
+    }
+
     pub fn register_request(&self, body: &Bytes, form: BodyForm) -> RemotingCommand {
         let mut cmd = RemotingCommand::request(request::REGISTER_BROKER)
             .with_version(form.version())
@@ -274,6 +355,7 @@ pub struct Fleet {
     pub form: BodyForm,
     members: Vec<Arc<Member>>,
     bodies: Vec<Bytes>,
+    tables: Vec<Vec<(String, i32)>>,
 }
 
 impl Fleet {
@@ -294,20 +376,22 @@ impl Fleet {
                 let client = Client::connect(addr)
                     .await
                     .with_context(|| format!("connecting broker {broker} to {addr}"))?;
-                members.push(Arc::new(Member { broker, id, client }));
+                members.push(Arc::new(Member::new(broker, id, client)));
             }
         }
+        let tables = (0..layout.groups()).map(|g| layout.table(g)).collect();
         let fleet = Fleet {
             form: args.body,
             members,
             bodies,
+            tables,
             layout,
         };
         let started = Instant::now();
         let latencies: Vec<Duration> = stream::iter(fleet.members.iter().map(|m| {
             let body = fleet.body_of(m);
             async move {
-                m.register(body, fleet.form).await.with_context(|| {
+                m.register(&body, fleet.form).await.with_context(|| {
                     format!("registering {} id {}", Layout::broker_name(m.broker), m.id)
                 })
             }
@@ -326,8 +410,50 @@ impl Fleet {
         Ok((fleet, report))
     }
 
-    fn body_of(&self, m: &Member) -> &Bytes {
-        &self.bodies[self.layout.group_of(m.broker)]
+    fn body_of(&self, m: &Member) -> Bytes {
+        match &*m.own.lock().unwrap() {
+            Some(own) => own.body.clone(),
+            None => self.bodies[self.layout.group_of(m.broker)].clone(),
+        }
+    }
+
+    /// Changes one thing in `m`'s table, as an operator or a consumer group does: a topic's
+    /// queue count, or (a `create_delete_share` of the time) a topic created or one of those
+    /// created before deleted. Returns the body to register.
+    fn change(&self, m: &Member, policy: ChangePolicy) -> Bytes {
+        let mut own = m.own.lock().unwrap();
+        let own = own.get_or_insert_with(|| OwnTable {
+            table: self.tables[self.layout.group_of(m.broker)].clone(),
+            counter: 1,
+            created: 0,
+            body: Bytes::new(),
+        });
+        own.counter += 1;
+        let mut rng = fastrand::Rng::with_seed(mix(m.broker, own.counter as usize));
+        let created_prefix = format!("BenchNew-{:03}-", m.broker);
+        if rng.f64() < policy.create_delete_share {
+            let created = own
+                .table
+                .iter()
+                .position(|(t, _)| t.starts_with(&created_prefix));
+            match created {
+                Some(i) if rng.bool() => {
+                    own.table.remove(i);
+                }
+                _ => {
+                    own.table.push((
+                        format!("{created_prefix}{:06}", own.created),
+                        rng.i32(1..=16),
+                    ));
+                    own.created += 1;
+                }
+            }
+        } else if !own.table.is_empty() {
+            let i = rng.usize(..own.table.len());
+            own.table[i].1 = own.table[i].1 % 16 + 1;
+        }
+        own.body = encode(&own.table, fresh_data_version(own.counter), self.form);
+        own.body.clone()
     }
 
     /// Offsets spreading `period` evenly over the members, as independent brokers would be.
@@ -337,15 +463,73 @@ impl Fleet {
 
     /// Every member re-registers every `period` with its unchanged body, the first ones at once.
     pub fn reregistration(&self, period: Duration) -> Background {
+        self.reregistration_changing(period, 0.0, ChangePolicy::default())
+    }
+
+    /// Every member re-registers every `period`; a `change_share` of masters' registrations
+    /// change their table first.
+    pub fn reregistration_changing(
+        self: &Fleet,
+        period: Duration,
+        change_share: f64,
+        policy: ChangePolicy,
+    ) -> Background {
         let mut bg = Background::new();
+        let fleet = self.shared();
         for (i, m) in self.members.iter().enumerate() {
-            let (m, body, form) = (m.clone(), self.body_of(m).clone(), self.form);
+            let (m, fleet) = (m.clone(), fleet.clone());
+            let mut rng = fastrand::Rng::with_seed(i as u64);
             bg.every(self.phase(i, period), period, move || {
-                let (m, body) = (m.clone(), body.clone());
+                let changes = m.id == 0 && rng.f64() < change_share;
+                let body = if changes {
+                    fleet.change(&m, policy)
+                } else {
+                    fleet.body_of(&m)
+                };
+                let m = m.clone();
+                let form = fleet.form;
                 async move { m.register(&body, form).await }
             });
         }
         bg
+    }
+
+    /// Masters in turn change their table and re-register, `per_sec` times a second in all.
+    pub fn changes(&self, per_sec: f64, policy: ChangePolicy) -> Background {
+        // Several senders, so that one slow answer does not slow the rate down.
+        const SENDERS: usize = 4;
+        let mut bg = Background::new();
+        let fleet = self.shared();
+        let masters: Arc<Vec<Arc<Member>>> =
+            Arc::new(self.members.iter().filter(|m| m.id == 0).cloned().collect());
+        let period = Duration::from_secs_f64(SENDERS as f64 / per_sec.max(0.001));
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for s in 0..SENDERS {
+            let (fleet, masters, next) = (fleet.clone(), masters.clone(), next.clone());
+            bg.every(
+                period.mul_f64(s as f64 / SENDERS as f64),
+                period,
+                move || {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let m = masters[n % masters.len()].clone();
+                    let body = fleet.change(&m, policy);
+                    let form = fleet.form;
+                    async move { m.register(&body, form).await }
+                },
+            );
+        }
+        bg
+    }
+
+    /// What background tasks need of the fleet, shared.
+    fn shared(&self) -> Arc<Fleet> {
+        Arc::new(Fleet {
+            layout: self.layout.clone(),
+            form: self.form,
+            members: self.members.clone(),
+            bodies: self.bodies.clone(),
+            tables: self.tables.clone(),
+        })
     }
 
     /// Every member polls GET_BROKER_CLUSTER_INFO every `period`; an answer that lists fewer

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::{measure, route_load, rss_kib};
 use crate::cli::MixedArgs;
-use crate::fleet::{cluster_members, Background, Fleet};
+use crate::fleet::{cluster_members, Background, ChangePolicy, Fleet};
 
 const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -28,8 +28,17 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
     .await;
     let rss_idle = rss_kib(args.target.server_pid);
 
-    let reregistration = (args.fleet.reregister_secs > 0)
-        .then(|| fleet.reregistration(Duration::from_secs(args.fleet.reregister_secs)));
+    let policy = ChangePolicy {
+        create_delete_share: args.create_delete_share,
+    };
+    let reregistration = (args.fleet.reregister_secs > 0).then(|| {
+        fleet.reregistration_changing(
+            Duration::from_secs(args.fleet.reregister_secs),
+            args.change_share,
+            policy,
+        )
+    });
+    let changes = (args.changes_per_sec > 0.0).then(|| fleet.changes(args.changes_per_sec, policy));
     let cluster_polls = (args.cluster_poll_secs > 0)
         .then(|| fleet.cluster_polls(Duration::from_secs(args.cluster_poll_secs)));
     let topic_lists = match args.topic_list_poll_secs {
@@ -41,6 +50,7 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
     let reregistration = reregistration.map(Background::stop);
     let cluster_polls = cluster_polls.map(Background::stop);
     let topic_lists = topic_lists.map(Background::stop);
+    let changes = changes.map(Background::stop);
 
     // A server too busy to answer this still gets its measurements reported.
     let (registered_at_end, final_check_error) = match final_count(addr).await {
@@ -59,6 +69,11 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
         "churn": churn,
         "p99_churn_over_idle": churn.median_p99_ms.zip(idle.median_p99_ms).map(|(c, i)| c / i),
         "reregistration": reregistration,
+        "change_share": args.change_share,
+        "changes_per_sec": args.changes_per_sec,
+        "create_delete_share": args.create_delete_share,
+        "changing_registrations": changes,
+        "qps_churn_over_idle": (idle.median_qps > 0.0).then(|| churn.median_qps / idle.median_qps),
         "cluster_polls": cluster_polls,
         "topic_list_polls": topic_lists,
         "brokers_expected": fleet.layout.members(),

@@ -17,11 +17,7 @@ const ROUTE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub async fn run(args: &RegisterArgs) -> anyhow::Result<serde_json::Value> {
     let layout = Layout::new(1, args.topics, 1, args.queues);
-    let member = Member {
-        broker: 0,
-        id: 0,
-        client: Client::connect(&args.target.addr).await?,
-    };
+    let member = Member::new(0, 0, Client::connect(&args.target.addr).await?);
     let mut millis = Vec::new();
     let mut failure = None;
     let mut routable = None;
