@@ -32,7 +32,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         }
     }
     let (policy, return_order_conf, max_inflated) = {
-        let s = state.settings.read();
+        let s = state.config.settings();
         (
             RegisterPolicy {
                 notify_min_id: s.server.notify_min_broker_id_changed,

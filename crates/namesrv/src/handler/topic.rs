@@ -32,12 +32,12 @@ fn gate(open: bool) -> Result<(), Failure> {
 }
 
 pub fn all(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_all_topic_list)?;
+    gate(state.config.settings().server.enable_all_topic_list)?;
     Ok(success(r).with_body(state.routes.all_topics_body()))
 }
 
 pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_topic_list)?;
+    gate(state.config.settings().server.enable_topic_list)?;
     let cluster = GetTopicsByClusterHeader::from_command(r)?.cluster;
     let topics = state.routes.read(|reg| reg.topics_of_cluster(cluster));
     list_reply(r, topics, None)
@@ -61,7 +61,7 @@ pub fn system(state: &State, r: &RemotingCommand) -> Reply {
 }
 
 pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_topic_list)?;
+    gate(state.config.settings().server.enable_topic_list)?;
     let pred: fn(i32) -> bool = match r.code {
         req::GET_UNIT_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT != 0,
         req::GET_HAS_UNIT_SUB_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0,
