@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use rocketmq_wire::body::{BrokerData, ClusterInfo, KvTable, TopicList, TopicRouteData};
 use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::headers::{GetKvListByNamespaceHeader, GetRouteInfoHeader, RequestHeader};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map};
 
@@ -85,10 +86,7 @@ impl Listing {
         let mut kv = BTreeMap::new();
         for namespace in namespaces {
             let reply = conn
-                .call(
-                    RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE)
-                        .with_ext("namespace", namespace),
-                )
+                .call(GetKvListByNamespaceHeader { namespace }.to_command())
                 .await?;
             let table = if reply.response.code == response::QUERY_NOT_FOUND {
                 None
@@ -135,10 +133,7 @@ async fn fetch_routes(
     stream::iter(topics.iter().cloned())
         .map(|topic| async move {
             let reply = conn
-                .call(
-                    RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC)
-                        .with_ext("topic", &topic),
-                )
+                .call(GetRouteInfoHeader::new(&topic).to_command())
                 .await?;
             if reply.response.code == response::TOPIC_NOT_EXIST {
                 return Ok((topic, None));

@@ -3,6 +3,10 @@
 
 use rocketmq_wire::body::{ClusterInfo, KvTable, TopicList, TopicRouteData};
 use rocketmq_wire::codes::request;
+use rocketmq_wire::headers::{
+    GetKvConfigHeader, GetKvConfigResponseHeader, GetKvListByNamespaceHeader, GetRouteInfoHeader,
+    GetTopicsByClusterHeader, RequestHeader, ResponseHeader,
+};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map, Value};
 
@@ -45,7 +49,7 @@ pub async fn cluster_list(ns: &Namesrvs) -> Result<Report, AdminError> {
 
 pub async fn topic_route(ns: &Namesrvs, topic: &str) -> Result<Report, AdminError> {
     let reply = ns
-        .read(RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic))
+        .read(GetRouteInfoHeader::new(topic).to_command())
         .await?
         .success()?;
     let route = reply.decode("topic route", TopicRouteData::decode)?;
@@ -85,9 +89,7 @@ pub async fn topic_route(ns: &Namesrvs, topic: &str) -> Result<Report, AdminErro
 
 pub async fn topic_list(ns: &Namesrvs, cluster: Option<&str>) -> Result<Report, AdminError> {
     let request = match cluster {
-        Some(cluster) => {
-            RemotingCommand::request(request::GET_TOPICS_BY_CLUSTER).with_ext("cluster", cluster)
-        }
+        Some(cluster) => GetTopicsByClusterHeader { cluster }.to_command(),
         None => RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
     };
     let reply = ns.read(request).await?.success()?;
@@ -103,14 +105,14 @@ pub async fn get_kv_config(
     key: &str,
 ) -> Result<Report, AdminError> {
     let reply = ns
-        .read(
-            RemotingCommand::request(request::GET_KV_CONFIG)
-                .with_ext("namespace", namespace)
-                .with_ext("key", key),
-        )
+        .read(GetKvConfigHeader { namespace, key }.to_command())
         .await?
         .success()?;
-    let value = reply.response.ext("value").unwrap_or_default().to_string();
+    let value = GetKvConfigResponseHeader::from_command(&reply.response)
+        .ok()
+        .and_then(|h| h.value)
+        .unwrap_or_default()
+        .to_string();
     Ok(Report::ok(
         format!("{value}\n"),
         json!({ "namespace": namespace, "key": key, "value": value }),
@@ -119,10 +121,7 @@ pub async fn get_kv_config(
 
 pub async fn get_kv_list(ns: &Namesrvs, namespace: &str) -> Result<Report, AdminError> {
     let reply = ns
-        .read(
-            RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE)
-                .with_ext("namespace", namespace),
-        )
+        .read(GetKvListByNamespaceHeader { namespace }.to_command())
         .await?
         .success()?;
     let kv = reply.decode("KV table", KvTable::decode)?;

@@ -2,6 +2,11 @@
 //! change made on one only is a split view for clients.
 
 use rocketmq_wire::codes::request;
+use rocketmq_wire::headers::{
+    keys, AddWritePermHeader, AddWritePermResponseHeader, DeleteKvConfigHeader, DeleteTopicHeader,
+    PutKvConfigHeader, RequestHeader, ResponseHeader, WipeWritePermHeader,
+    WipeWritePermResponseHeader,
+};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Value};
 
@@ -61,10 +66,12 @@ fn failure_json(e: &AdminError) -> Value {
 }
 
 pub async fn update_kv_config(ns: &Namesrvs, namespace: &str, key: &str, value: &str) -> Report {
-    let request = RemotingCommand::request(request::PUT_KV_CONFIG)
-        .with_ext("namespace", namespace)
-        .with_ext("key", key)
-        .with_ext("value", value);
+    let request = PutKvConfigHeader {
+        namespace,
+        key,
+        value: Some(value),
+    }
+    .to_command();
     write_all(ns, request, |_| {
         ("update kv config in namespace success.".into(), json!({}))
     })
@@ -72,9 +79,7 @@ pub async fn update_kv_config(ns: &Namesrvs, namespace: &str, key: &str, value: 
 }
 
 pub async fn delete_kv_config(ns: &Namesrvs, namespace: &str, key: &str) -> Report {
-    let request = RemotingCommand::request(request::DELETE_KV_CONFIG)
-        .with_ext("namespace", namespace)
-        .with_ext("key", key);
+    let request = DeleteKvConfigHeader { namespace, key }.to_command();
     write_all(ns, request, |_| {
         ("delete kv config from namespace success.".into(), json!({}))
     })
@@ -97,14 +102,25 @@ pub async fn update_namesrv_config(ns: &Namesrvs, key: &str, value: &str) -> Rep
 /// WIPE_WRITE_PERM_OF_BROKER (`wipe`) or ADD_WRITE_PERM_OF_BROKER; both answer how many topics
 /// they touched.
 pub async fn write_perm(ns: &Namesrvs, broker: &str, wipe: bool) -> Report {
-    let (code, count_key, verb) = if wipe {
-        (request::WIPE_WRITE_PERM_OF_BROKER, "wipeTopicCount", "wipe")
+    let (request, count_key, verb) = if wipe {
+        let header = WipeWritePermHeader {
+            broker_name: broker,
+        };
+        (header.to_command(), keys::WIPE_TOPIC_COUNT, "wipe")
     } else {
-        (request::ADD_WRITE_PERM_OF_BROKER, "addTopicCount", "add")
+        let header = AddWritePermHeader {
+            broker_name: broker,
+        };
+        (header.to_command(), keys::ADD_TOPIC_COUNT, "add")
     };
-    let request = RemotingCommand::request(code).with_ext("brokerName", broker);
     write_all(ns, request, |reply| {
-        let count = reply.response.ext_i64(count_key).unwrap_or(0);
+        let r = &reply.response;
+        let count = if wipe {
+            WipeWritePermResponseHeader::from_command(r).map(|h| h.wipe_topic_count)
+        } else {
+            AddWritePermResponseHeader::from_command(r).map(|h| h.add_topic_count)
+        }
+        .unwrap_or(0);
         (
             format!("{verb} write perm of broker[{broker}] OK, {count}"),
             json!({ count_key: count }),
@@ -114,11 +130,11 @@ pub async fn write_perm(ns: &Namesrvs, broker: &str, wipe: bool) -> Report {
 }
 
 pub async fn delete_topic(ns: &Namesrvs, topic: &str, cluster: Option<&str>) -> Report {
-    let mut request =
-        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", topic);
-    if let Some(cluster) = cluster {
-        request = request.with_ext("clusterName", cluster);
+    let request = DeleteTopicHeader {
+        topic,
+        cluster_name: cluster,
     }
+    .to_command();
     let scope = cluster
         .map(|c| format!(" of cluster [{c}]"))
         .unwrap_or_default();

@@ -11,6 +11,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use rocketmq_wire::body::{BrokerData, ClusterInfo, DataVersion, QueueData, TopicRouteData};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response, version};
+use rocketmq_wire::headers::{RegisterBrokerHeader, RequestHeader};
 use rocketmq_wire::RemotingCommand;
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -127,7 +128,7 @@ impl Layout {
         // Each topic on about half the brokers (at least one), with 1 to 16 queues on each.
         (0..self.topics_per_broker)
             .filter(|&i| {
-                mix(i, group) % 2 == 0
+                mix(i, group).is_multiple_of(2)
                     || (0..self.brokers).all(|b| mix(i, b) % 2 == 1) && i % self.brokers == group
             })
             .map(|i| {
@@ -240,19 +241,25 @@ impl Member {
     }
 
     pub fn register_request(&self, body: &Bytes, form: BodyForm) -> RemotingCommand {
-        let mut cmd = RemotingCommand::request(request::REGISTER_BROKER)
-            .with_version(form.version())
-            .with_ext("brokerName", Layout::broker_name(self.broker))
-            .with_ext("brokerAddr", Layout::broker_addr(self.broker, self.id))
-            .with_ext("clusterName", CLUSTER)
-            .with_ext("haServerAddr", Layout::ha_addr(self.broker, self.id))
-            .with_ext("brokerId", self.id)
-            .with_ext("compressed", form == BodyForm::Compressed)
-            .with_ext("bodyCrc32", rocketmq_wire::body_crc32(body));
-        if form == BodyForm::Json {
-            cmd = cmd.with_ext("enableActingMaster", false);
+        let broker_name = Layout::broker_name(self.broker);
+        let broker_addr = Layout::broker_addr(self.broker, self.id);
+        let ha_server_addr = Layout::ha_addr(self.broker, self.id);
+        RegisterBrokerHeader {
+            broker_name: &broker_name,
+            broker_addr: &broker_addr,
+            cluster_name: CLUSTER,
+            ha_server_addr: Some(&ha_server_addr),
+            broker_id: self.id,
+            heartbeat_timeout_millis: None,
+            // A 5.x broker (the JSON form) always sends it, a 4.9 broker never does.
+            enable_acting_master: (form == BodyForm::Json).then_some(false),
+            compressed: form == BodyForm::Compressed,
+            body_crc32: Some(rocketmq_wire::body_crc32(body).into()),
+            zone_name: None,
         }
-        cmd.with_body(body.clone())
+        .to_command()
+        .with_version(form.version())
+        .with_body(body.clone())
     }
 
     /// Registers once; a refusal is an error carrying the server's remark.

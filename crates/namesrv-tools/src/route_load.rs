@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::codes::response;
 use rocketmq_wire::frame::{encode_frame, RemotingCodec};
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -93,8 +93,7 @@ impl RouteLoad {
 }
 
 fn route_request(topic: &str, opaque: i32, out: &mut BytesMut) {
-    let mut cmd =
-        RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
+    let mut cmd = GetRouteInfoHeader::new(topic).to_command();
     cmd.opaque = opaque;
     encode_frame(&cmd, out);
 }

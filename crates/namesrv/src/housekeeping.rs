@@ -19,8 +19,8 @@ pub fn spawn(
     shutdown: CancellationToken,
 ) {
     let interval_ms = state
-        .settings
-        .read()
+        .config
+        .settings()
         .server
         .scan_not_active_broker_interval
         .max(1) as u64;
@@ -76,7 +76,7 @@ async fn unregister_worker(
         while let Ok(more) = queue.try_recv() {
             batch.push(more);
         }
-        let notify_enabled = state.settings.read().server.notify_min_broker_id_changed;
+        let notify_enabled = state.config.settings().server.notify_min_broker_id_changed;
         let notices = state
             .routes
             .change(|r| r.unregister(&batch, notify_enabled));

@@ -44,7 +44,7 @@ struct Limits {
 
 impl Limits {
     fn of(state: &State) -> Self {
-        let s = &state.settings.read().server;
+        let s = &state.config.settings().server;
         let secs = |v: i32| Duration::from_secs(v.max(1) as u64);
         Limits {
             header_read: secs(s.http_header_read_timeout_seconds),
@@ -330,7 +330,7 @@ async fn ready(AxumState(http): AxumState<Http>) -> Response {
 async fn nsaddr(AxumState(http): AxumState<Http>, headers: HeaderMap) -> Response {
     let state = &http.state;
     let (configured, port) = {
-        let s = state.settings.read();
+        let s = state.config.settings();
         (
             s.server.advertised_addresses.clone(),
             state.remoting_addr.port(),

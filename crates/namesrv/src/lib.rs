@@ -8,6 +8,7 @@
 //! - `admission`: caps on connections, in total and per source address;
 //! - `auth`: signature checks of state-changing requests and their credentials file;
 //! - [`config`]: the Java properties keys, defaults, blacklist and listing;
+//! - `config_store`: the live settings and their file, changed by remote updates;
 //! - `handler`: the table of request codes and one module per request family;
 //! - `housekeeping`: the timer of the broker expiry scan and the batch unregistration queue;
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
@@ -27,6 +28,7 @@
 mod admission;
 mod auth;
 pub mod config;
+mod config_store;
 mod handler;
 mod housekeeping;
 mod http;
@@ -56,6 +58,7 @@ use tokio_util::task::TaskTracker;
 use tracing::info;
 
 use crate::config::Settings;
+use crate::config_store::ConfigStore;
 use crate::kv::KvStore;
 use crate::registry::RouteTable;
 use crate::state::State;
@@ -173,8 +176,7 @@ pub async fn run(
         );
     }
     let state = Arc::new(State {
-        settings: parking_lot::RwLock::new(settings),
-        settings_write: parking_lot::Mutex::new(()),
+        config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
         kv,
         routes: RouteTable::with_registry(registry),
@@ -216,7 +218,7 @@ pub async fn run(
 
     shutdown.await;
     let (graceful, wait) = {
-        let s = state.settings.read();
+        let s = state.config.settings();
         (
             s.server.enable_shutdown_gracefully,
             Duration::from_secs(s.server.shutdown_wait_time_seconds.max(0) as u64),

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::request::NOTIFY_MIN_BROKER_ID_CHANGE;
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::headers::{NotifyMinBrokerIdChangeHeader, RequestHeader};
 use tracing::{debug, warn};
 
 use crate::registry::MinIdNotice;
@@ -13,15 +12,14 @@ use crate::registry::MinIdNotice;
 const SEND_TIMEOUT: Duration = Duration::from_millis(300);
 
 pub fn min_broker_id_changed(notice: MinIdNotice) {
-    let mut request = RemotingCommand::request(NOTIFY_MIN_BROKER_ID_CHANGE)
-        .with_ext("minBrokerId", notice.min_broker_id)
-        .with_ext("minBrokerAddr", &notice.min_broker_addr);
-    if let Some(offline) = &notice.offline_broker_addr {
-        request = request.with_ext("offlineBrokerAddr", offline);
+    let request = NotifyMinBrokerIdChangeHeader {
+        min_broker_id: Some(notice.min_broker_id),
+        broker_name: None,
+        min_broker_addr: Some(&notice.min_broker_addr),
+        offline_broker_addr: notice.offline_broker_addr.as_deref(),
+        ha_broker_addr: notice.ha_broker_addr.as_deref(),
     }
-    if let Some(ha) = &notice.ha_broker_addr {
-        request = request.with_ext("haBrokerAddr", ha);
-    }
+    .to_command();
     for addr in notice.recipients {
         let request = request.clone();
         tokio::spawn(async move {

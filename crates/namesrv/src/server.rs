@@ -120,7 +120,7 @@ async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let limits = {
-        let s = state.settings.read();
+        let s = state.config.settings();
         Limits {
             idle: Duration::from_secs(s.server.server_channel_max_idle_time_seconds.max(1) as u64),
             first_frame: Duration::from_secs(

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dashmap::DashMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use crate::admission::Admission;
 use crate::auth::Credentials;
-use crate::config::Settings;
+use crate::config_store::ConfigStore;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
@@ -22,9 +22,7 @@ use crate::registry::{BrokerAddrKey, ConnId, RouteExtras, RouteTable, Unregistra
 use crate::tls::Tls;
 
 pub struct State {
-    pub settings: RwLock<Settings>,
-    /// Serialises config updates so that the persisted file matches memory.
-    pub settings_write: Mutex<()>,
+    pub config: ConfigStore,
     /// Compressed registration bodies are inflated one at a time, so that what a small body can
     /// claim in memory has one ceiling for the whole server, not one per request.
     pub inflate_gate: Mutex<()>,
@@ -84,7 +82,7 @@ impl State {
     /// Whether routes are still held back after start (`needWaitForService`), so that brokers
     /// re-register before clients see partial routes.
     pub fn waiting_for_service(&self) -> bool {
-        let s = self.settings.read();
+        let s = self.config.settings();
         s.server.need_wait_for_service
             && self.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64
     }
@@ -92,7 +90,7 @@ impl State {
     /// What a topic's route shows besides the registry, as clients are given it.
     pub fn route_extras(&self, topic: &str) -> RouteExtras {
         let (acting_master, order_enabled) = {
-            let s = self.settings.read();
+            let s = self.config.settings();
             (
                 s.server.support_acting_master,
                 s.server.order_message_enable,

@@ -59,14 +59,18 @@ pub fn sign(request: RemotingCommand, access_key: &str, secret_key: &str) -> Rem
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::{PutKvConfigHeader, RequestHeader};
 
     #[test]
     fn signs_values_in_key_order_then_body() {
         let signed = sign(
-            RemotingCommand::request(100)
-                .with_ext("namespace", "ns")
-                .with_ext("key", "k")
-                .with_body(b"body".to_vec()),
+            PutKvConfigHeader {
+                namespace: "ns",
+                key: "k",
+                value: None,
+            }
+            .to_command()
+            .with_body(b"body".to_vec()),
             "ak",
             "sk",
         );

@@ -2,6 +2,8 @@
 //!
 //! - [`frame`]: length-prefixed frames and the tokio codec, with a size cap;
 //! - [`header`]: the JSON and binary (ROCKETMQ) header forms;
+//! - [`headers`]: the typed per-request header objects carried in a command's extFields, and
+//!   the remarks for missing or malformed fields;
 //! - [`command`]: the in-memory command every frame decodes to;
 //! - [`body`]: request and response bodies, written exactly as Java writes them;
 //! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
@@ -16,6 +18,7 @@ pub mod command;
 pub mod error;
 pub mod frame;
 pub mod header;
+pub mod headers;
 pub mod json;
 pub mod properties;
 

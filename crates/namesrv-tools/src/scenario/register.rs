@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::codes::response;
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde_json::json;
 
 use super::rss_kib;
@@ -57,10 +57,7 @@ pub async fn run(args: &RegisterArgs) -> anyhow::Result<serde_json::Value> {
 
 async fn routes(client: &Client, topic: &str) -> anyhow::Result<bool> {
     let resp = client
-        .invoke(
-            RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic),
-            ROUTE_TIMEOUT,
-        )
+        .invoke(GetRouteInfoHeader::new(topic).to_command(), ROUTE_TIMEOUT)
         .await?;
     Ok(resp.code == response::SUCCESS)
 }

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::request;
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde_json::json;
 use tokio::net::TcpStream;
 
@@ -78,8 +77,7 @@ async fn time_first_route(
         }
         if let Ok(stream) = TcpStream::connect(addr).await {
             let client = Client::from_stream(stream);
-            let ask = RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC)
-                .with_ext("topic", "TBW102");
+            let ask = GetRouteInfoHeader::new("TBW102").to_command();
             if client.invoke(ask, ANSWER_TIMEOUT).await.is_ok() {
                 return Ok(started.elapsed());
             }

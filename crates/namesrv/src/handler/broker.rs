@@ -2,10 +2,15 @@
 //! GET_BROKER_MEMBER_GROUP: what brokers send.
 
 use rocketmq_wire::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
+use rocketmq_wire::headers::{
+    BrokerHeartbeatHeader, GetBrokerMemberGroupHeader, QueryDataVersionHeader,
+    QueryDataVersionResponseHeader, RegisterBrokerHeader, RegisterBrokerResponseHeader,
+    RequestHeader, ResponseHeader, UnregisterBrokerHeader,
+};
 use rocketmq_wire::RemotingCommand;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{required, required_i64, success, Context, Failure, Origin, Reply};
+use super::{success, Context, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
@@ -15,14 +20,11 @@ use crate::registry::{
 use crate::state::{now_ms, State};
 
 pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
-    let broker_name = required(r, "brokerName")?;
-    let broker_addr = required(r, "brokerAddr")?;
-    let cluster = required(r, "clusterName")?;
-    let broker_id = required_i64(r, "brokerId")?;
+    let header = RegisterBrokerHeader::from_command(r)?;
     if r.version < 0 {
         return Err(Failure(format!("invalid version {}", r.version)));
     }
-    let expected_crc = r.ext_i64("bodyCrc32").unwrap_or(0);
+    let expected_crc = header.body_crc32.unwrap_or(0);
     if expected_crc != 0 {
         let actual = r.body.as_deref().map_or(0, rocketmq_wire::body_crc32);
         if actual as i64 != expected_crc {
@@ -30,7 +32,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         }
     }
     let (policy, return_order_conf, max_inflated) = {
-        let s = state.settings.read();
+        let s = state.config.settings();
         (
             RegisterPolicy {
                 notify_min_id: s.server.notify_min_broker_id_changed,
@@ -42,10 +44,10 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     };
     let fingerprint = fingerprint(r);
     let from = Registrant {
-        cluster: cluster.to_string(),
-        broker_addr: broker_addr.to_string(),
-        broker_name: broker_name.to_string(),
-        broker_id,
+        cluster: header.cluster_name.to_string(),
+        broker_addr: header.broker_addr.to_string(),
+        broker_name: header.broker_name.to_string(),
+        broker_id: header.broker_id,
         conn: origin.conn,
         now_ms: now_ms(),
     };
@@ -55,7 +57,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         state.metrics.registered(true);
         return Ok(registered(state, r, outcome, return_order_conf));
     }
-    let compressed = r.ext_bool("compressed").unwrap_or(false);
+    let compressed = header.compressed;
     let gate = compressed.then(|| state.inflate_gate.lock());
     let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
     drop(gate);
@@ -73,10 +75,10 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     let body = body?;
     let registration = Registration {
         from,
-        ha_server_addr: r.ext("haServerAddr").unwrap_or_default().to_string(),
-        zone_name: r.ext("__ZONE_NAME").map(String::from),
-        timeout_ms: r.ext_i64("heartbeatTimeoutMillis"),
-        enable_acting_master: r.ext_bool("enableActingMaster"),
+        ha_server_addr: header.ha_server_addr.unwrap_or_default().to_string(),
+        zone_name: header.zone_name.map(String::from),
+        timeout_ms: header.heartbeat_timeout_millis,
+        enable_acting_master: header.enable_acting_master,
         body,
         version: r.version,
     };
@@ -125,12 +127,11 @@ fn registered(
             master_addr,
             ha_server_addr,
         } => {
-            if let Some(ha) = ha_server_addr {
-                response = response.with_ext("haServerAddr", ha);
+            response = RegisterBrokerResponseHeader {
+                ha_server_addr: ha_server_addr.as_deref(),
+                master_addr: master_addr.as_deref(),
             }
-            if let Some(master) = master_addr {
-                response = response.with_ext("masterAddr", master);
-            }
+            .write(response);
         }
     }
     if return_order_conf {
@@ -150,11 +151,12 @@ fn inflate_limit(max_frame: i64) -> usize {
 }
 
 pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
+    let header = UnregisterBrokerHeader::from_command(r)?;
     let request = Unregistration {
-        broker_name: required(r, "brokerName")?.to_string(),
-        broker_addr: required(r, "brokerAddr")?.to_string(),
-        cluster: required(r, "clusterName")?.to_string(),
-        broker_id: required_i64(r, "brokerId")?,
+        broker_name: header.broker_name.to_string(),
+        broker_addr: header.broker_addr.to_string(),
+        cluster: header.cluster_name.to_string(),
+        broker_id: header.broker_id,
     };
     if state.unregister_queue.try_send(request).is_err() {
         return Ok(success(r).into_error_without_remark());
@@ -163,8 +165,11 @@ pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
 }
 
 pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Reply {
-    let cluster = required(r, "clusterName")?;
-    let addr = required(r, "brokerAddr")?;
+    let QueryDataVersionHeader {
+        cluster_name: cluster,
+        broker_addr: addr,
+        ..
+    } = QueryDataVersionHeader::from_command(r)?;
     let incoming = r.body.as_deref().map(DataVersion::decode).transpose()?;
     let stored = if c.may_extend_liveness {
         state
@@ -176,7 +181,7 @@ pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Rep
             .read(|reg| reg.live(cluster, addr).map(|l| l.data_version))
     };
     let changed = stored.is_none() || stored != incoming;
-    let mut response = success(r).with_ext("changed", changed);
+    let mut response = QueryDataVersionResponseHeader { changed }.write(success(r));
     if let Some(dv) = stored {
         response = response.with_body(dv.encode());
     }
@@ -185,8 +190,11 @@ pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Rep
 
 /// Answered alike whether or not it may extend liveness, as Java answers every heartbeat.
 pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
-    let cluster = required(r, "clusterName")?;
-    let addr = required(r, "brokerAddr")?;
+    let BrokerHeartbeatHeader {
+        cluster_name: cluster,
+        broker_addr: addr,
+        ..
+    } = BrokerHeartbeatHeader::from_command(r)?;
     if c.may_extend_liveness {
         state.routes.change(|reg| {
             reg.touch(cluster, addr, now_ms());
@@ -196,8 +204,10 @@ pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
 }
 
 pub fn member_group(state: &State, r: &RemotingCommand) -> Reply {
-    let cluster = required(r, "clusterName")?;
-    let broker_name = required(r, "brokerName")?;
+    let GetBrokerMemberGroupHeader {
+        cluster_name: cluster,
+        broker_name,
+    } = GetBrokerMemberGroupHeader::from_command(r)?;
     let broker_addrs = state.routes.read(|reg| {
         reg.group(broker_name)
             .map(|bd| bd.broker_addrs.clone())

@@ -2,18 +2,15 @@
 
 use rocketmq_wire::body::KvTable;
 use rocketmq_wire::codes::response as resp;
+use rocketmq_wire::headers::{
+    DeleteKvConfigHeader, GetKvConfigHeader, GetKvConfigResponseHeader, GetKvListByNamespaceHeader,
+    PutKvConfigHeader, RequestHeader, ResponseHeader,
+};
 use rocketmq_wire::RemotingCommand;
 
-use super::{required, success, Failure, Reply};
+use super::{success, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::state::State;
-
-fn namespace_and_key(r: &RemotingCommand) -> Result<(&str, &str), Failure> {
-    match (r.ext("namespace"), r.ext("key")) {
-        (Some(ns), Some(key)) => Ok((ns, key)),
-        _ => Err(Failure("namespace or key is null".into())),
-    }
-}
 
 /// Routes show the order config, so a change to it must reach cached routes.
 fn after_change(state: &State, namespace: &str) {
@@ -24,16 +21,23 @@ fn after_change(state: &State, namespace: &str) {
 }
 
 pub fn put(state: &State, r: &RemotingCommand) -> Reply {
-    let (ns, key) = namespace_and_key(r)?;
-    state.kv.put(ns, key, r.ext("value"))?;
+    let PutKvConfigHeader {
+        namespace: ns,
+        key,
+        value,
+    } = PutKvConfigHeader::from_command(r)?;
+    state.kv.put(ns, key, value)?;
     after_change(state, ns);
     Ok(success(r))
 }
 
 pub fn get(state: &State, r: &RemotingCommand) -> Reply {
-    let (ns, key) = namespace_and_key(r)?;
+    let GetKvConfigHeader { namespace: ns, key } = GetKvConfigHeader::from_command(r)?;
     Ok(match state.kv.get(ns, key) {
-        Some(value) => success(r).with_ext("value", value),
+        Some(value) => GetKvConfigResponseHeader {
+            value: Some(&value),
+        }
+        .write(success(r)),
         None => RemotingCommand::response_to(r, resp::QUERY_NOT_FOUND)
             .with_empty_ext()
             .with_remark(format!("No config item, Namespace: {ns} Key: {key}")),
@@ -41,14 +45,14 @@ pub fn get(state: &State, r: &RemotingCommand) -> Reply {
 }
 
 pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
-    let (ns, key) = namespace_and_key(r)?;
+    let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
     state.kv.delete(ns, key)?;
     after_change(state, ns);
     Ok(success(r))
 }
 
 pub fn list(state: &State, r: &RemotingCommand) -> Reply {
-    let ns = required(r, "namespace")?;
+    let ns = GetKvListByNamespaceHeader::from_command(r)?.namespace;
     Ok(match state.kv.namespace(ns) {
         Some(table) => success(r).with_body(KvTable { table }.encode()),
         None => RemotingCommand::response_to(r, resp::QUERY_NOT_FOUND)

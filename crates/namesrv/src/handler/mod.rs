@@ -191,18 +191,6 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
     (!request.is_oneway()).then_some(response)
 }
 
-/// A header field the handler cannot work without.
-fn required<'a>(r: &'a RemotingCommand, key: &str) -> Result<&'a str, Failure> {
-    r.ext(key)
-        .ok_or_else(|| Failure(format!("missing header field {key}")))
-}
-
-fn required_i64(r: &RemotingCommand, key: &str) -> Result<i64, Failure> {
-    let text = required(r, key)?;
-    text.parse()
-        .map_err(|_| Failure(format!("header field {key} is not a number: {text}")))
-}
-
 fn success(r: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(r, resp::SUCCESS)
 }

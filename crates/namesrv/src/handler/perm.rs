@@ -1,22 +1,30 @@
 //! WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER.
 
+use rocketmq_wire::headers::{
+    AddWritePermHeader, AddWritePermResponseHeader, RequestHeader, ResponseHeader,
+    WipeWritePermHeader, WipeWritePermResponseHeader,
+};
 use rocketmq_wire::RemotingCommand;
 
-use super::{required, success, Reply};
+use super::{success, Reply};
 use crate::state::State;
 
-fn change(state: &State, r: &RemotingCommand, wipe: bool, count_field: &str) -> Reply {
-    let broker_name = required(r, "brokerName")?;
+/// How many topics of the broker were touched.
+fn change(state: &State, broker_name: &str, wipe: bool) -> i64 {
     let count = state
         .routes
         .change(|reg| reg.change_write_perm(broker_name, wipe));
-    Ok(success(r).with_ext(count_field, count))
+    count as i64
 }
 
 pub fn wipe(state: &State, r: &RemotingCommand) -> Reply {
-    change(state, r, true, "wipeTopicCount")
+    let broker_name = WipeWritePermHeader::from_command(r)?.broker_name;
+    let wipe_topic_count = change(state, broker_name, true);
+    Ok(WipeWritePermResponseHeader { wipe_topic_count }.write(success(r)))
 }
 
 pub fn add(state: &State, r: &RemotingCommand) -> Reply {
-    change(state, r, false, "addTopicCount")
+    let broker_name = AddWritePermHeader::from_command(r)?.broker_name;
+    let add_topic_count = change(state, broker_name, false);
+    Ok(AddWritePermResponseHeader { add_topic_count }.write(success(r)))
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::codes::{response as resp, version};
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use rocketmq_wire::json::JsonStyle;
 use rocketmq_wire::RemotingCommand;
 
@@ -17,10 +18,11 @@ pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
     if state.waiting_for_service() {
         return Err(Failure("name server not ready".into()));
     }
-    let topic = r.ext("topic").unwrap_or("null");
+    let header = GetRouteInfoHeader::from_command(r)?;
+    let topic = header.topic.unwrap_or("null");
     // Only a cache miss needs the settings and the KV store.
     let extras = || state.route_extras(topic);
-    let body = match requested_zone(r) {
+    let body = match requested_zone(&header) {
         // Zone-filtered routes are rare and per requester: built each time, always in
         // fastjson's form as Java writes them.
         Some(zone) => state.routes.route(topic, extras()).map(|mut route| {
@@ -29,7 +31,7 @@ pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
         }),
         None => {
             let standard =
-                r.version >= version::V4_9_4 || r.ext_bool("acceptStandardJsonOnly") == Some(true);
+                r.version >= version::V4_9_4 || header.accept_standard_json_only == Some(true);
             let style = if standard {
                 JsonStyle::Standard
             } else {
@@ -46,9 +48,9 @@ pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
     })
 }
 
-fn requested_zone(r: &RemotingCommand) -> Option<&str> {
-    let zone_mode = r.ext_bool("__ZONE_MODE") == Some(true);
-    let zone = r.ext("__ZONE_NAME").filter(|z| !z.trim().is_empty());
+fn requested_zone<'a>(header: &GetRouteInfoHeader<'a>) -> Option<&'a str> {
+    let zone_mode = header.zone_mode == Some(true);
+    let zone = header.zone_name.filter(|z| !z.trim().is_empty());
     zone.filter(|_| zone_mode)
 }
 

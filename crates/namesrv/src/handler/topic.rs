@@ -4,9 +4,12 @@ use std::collections::BTreeSet;
 
 use rocketmq_wire::body::{TopicList, TopicRouteData};
 use rocketmq_wire::codes::request as req;
+use rocketmq_wire::headers::{
+    DeleteTopicHeader, GetTopicsByClusterHeader, RegisterTopicHeader, RequestHeader,
+};
 use rocketmq_wire::RemotingCommand;
 
-use super::{required, success, Failure, Reply};
+use super::{success, Failure, Reply};
 use crate::state::State;
 
 const TOPIC_SYS_FLAG_UNIT: i32 = 1;
@@ -29,13 +32,13 @@ fn gate(open: bool) -> Result<(), Failure> {
 }
 
 pub fn all(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_all_topic_list)?;
+    gate(state.config.settings().server.enable_all_topic_list)?;
     Ok(success(r).with_body(state.routes.all_topics_body()))
 }
 
 pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_topic_list)?;
-    let cluster = required(r, "cluster")?;
+    gate(state.config.settings().server.enable_topic_list)?;
+    let cluster = GetTopicsByClusterHeader::from_command(r)?.cluster;
     let topics = state.routes.read(|reg| reg.topics_of_cluster(cluster));
     list_reply(r, topics, None)
 }
@@ -58,7 +61,7 @@ pub fn system(state: &State, r: &RemotingCommand) -> Reply {
 }
 
 pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
-    gate(state.settings.read().server.enable_topic_list)?;
+    gate(state.config.settings().server.enable_topic_list)?;
     let pred: fn(i32) -> bool = match r.code {
         req::GET_UNIT_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT != 0,
         req::GET_HAS_UNIT_SUB_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0,
@@ -69,14 +72,17 @@ pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
 }
 
 pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
-    let topic = required(r, "topic")?;
-    let cluster = r.ext("clusterName").filter(|c| !c.is_empty());
+    let DeleteTopicHeader {
+        topic,
+        cluster_name,
+    } = DeleteTopicHeader::from_command(r)?;
+    let cluster = cluster_name.filter(|c| !c.is_empty());
     state.routes.change(|reg| reg.delete_topic(topic, cluster));
     Ok(success(r))
 }
 
 pub fn register(state: &State, r: &RemotingCommand) -> Reply {
-    let topic = required(r, "topic")?;
+    let topic = RegisterTopicHeader::from_command(r)?.topic;
     if let Some(body) = &r.body {
         // Read as a tree; a route body is small, and a peer's large one would cost many times
         // its size.
