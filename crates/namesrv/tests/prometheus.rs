@@ -25,6 +25,8 @@ const JOB: &str = "namesrv";
 /// What the test substitutes for Grafana's `$__rate_interval`: wide enough for many 1 s
 /// scrapes, short enough that the load of the last seconds shows in every rate.
 const RATE_INTERVAL: &str = "30s";
+/// The silent broker's heartbeat timeout: how long the firing takes, at the least.
+const DOOMED_TIMEOUT_MS: i64 = 4000;
 
 fn repo_file(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -327,30 +329,24 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
     .await;
 
     // Load until told to stop: route lookups that succeed and that miss, KV writes, an
-    // unsupported request code (a real error answer), a broker that registers and leaves,
-    // and a broker that keeps re-registering (repeat registrations) with a short heartbeat
-    // timeout until it is told to go silent.
+    // unsupported request code (a real error answer), a broker that registers and leaves.
+    // The steady broker's connection stays with the test, so that whatever happens to the
+    // load cannot unregister it.
     let steady = Broker::new("ClusterA", "broker-a", 0, "127.0.0.1:10911");
     let transient = Broker::new("ClusterA", "broker-t", 0, "127.0.0.1:10913");
     let doomed = Broker::new("ClusterB", "broker-b", 0, "127.0.0.1:10912");
+    let steady_conn = server.client().await;
     let client = server.client().await;
     let doomed_conn = server.client().await;
-    assert_eq!(steady.register(&client, &BASE_TOPICS, 1).await.code, 0);
+    assert_eq!(steady.register(&steady_conn, &BASE_TOPICS, 1).await.code, 0);
     let silence = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let load = {
-        let (silence, stop) = (silence.clone(), stop.clone());
+        let stop = stop.clone();
         tokio::spawn(async move {
-            let doomed_registration = doomed
-                .register_request(&[("TopicTest", 6), ("DoomedTopic", 6)], dv(1, 0))
-                .with_ext("heartbeatTimeoutMillis", 2000);
             let mut i = 0u64;
             let mut transient_due = Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                if !silence.load(Ordering::Relaxed) {
-                    let answer = call(&doomed_conn, doomed_registration.clone()).await;
-                    assert_eq!(answer.code, 0, "{:?}", answer.remark);
-                }
                 call(&client, route_request("TopicTest", 479)).await;
                 call(&client, route_request("NoSuchTopic", 479)).await;
                 call(&client, put_kv_request("NS", "k", &i.to_string())).await;
@@ -368,6 +364,24 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
                 i += 1;
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
+        })
+    };
+    // A broker with a short heartbeat timeout that re-registers identically (repeat
+    // registrations) on its own connection, apart from the load, so that a slow disk or a
+    // busy machine cannot make it miss its deadline before it is told to go silent.
+    let heartbeats = {
+        let silence = silence.clone();
+        tokio::spawn(async move {
+            let registration = doomed
+                .register_request(&[("TopicTest", 6), ("DoomedTopic", 6)], dv(1, 0))
+                .with_ext("heartbeatTimeoutMillis", DOOMED_TIMEOUT_MS);
+            while !silence.load(Ordering::Relaxed) {
+                let answer = call(&doomed_conn, registration.clone()).await;
+                assert_eq!(answer.code, 0, "{:?}", answer.remark);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            // Kept open: a closed connection would unregister the broker, not expire it.
+            doomed_conn
         })
     };
 
@@ -493,11 +507,14 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
         "fired before any broker expired: {alerts}"
     );
     silence.store(true, Ordering::Relaxed);
+    let _doomed_conn = heartbeats
+        .await
+        .expect("the broker kept registered until silenced");
     let silent_since = Instant::now();
     let firing = wait_for(
         &prom,
         "NamesrvBrokerExpired firing",
-        Duration::from_secs(20),
+        Duration::from_millis(DOOMED_TIMEOUT_MS as u64) + Duration::from_secs(15),
         || async {
             let alerts = prom.api("/api/v1/alerts").await;
             alerts["alerts"]
