@@ -312,7 +312,7 @@ async fn metrics(AxumState(http): AxumState<Http>) -> Response {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(alive, topics),
+        state.metrics.render(alive, topics, state.is_ready()),
     )
         .into_response()
 }

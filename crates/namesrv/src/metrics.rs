@@ -83,6 +83,7 @@ pub struct Metrics {
     brokers_alive: Family<ClusterLabel, Gauge>,
     topics: Gauge,
     snapshot_age: Gauge,
+    ready: Gauge,
     snapshot_saved_ms: AtomicI64,
 }
 
@@ -112,6 +113,7 @@ impl Default for Metrics {
             brokers_alive: Family::default(),
             topics: Gauge::default(),
             snapshot_age: Gauge::default(),
+            ready: Gauge::default(),
             snapshot_saved_ms: AtomicI64::new(0),
             registry: Registry::default(),
         };
@@ -167,6 +169,11 @@ impl Default for Metrics {
             "Seconds since the route snapshot was last written (-1: never)",
             m.snapshot_age.clone(),
         );
+        registry.register(
+            "ready",
+            "1 when serving routes (as /readyz answers 200), 0 while waiting for brokers or shutting down",
+            m.ready.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
@@ -218,7 +225,13 @@ impl Metrics {
     }
 
     /// Renders the exposition text, after setting the gauges read from the registry.
-    pub fn render(&self, alive_per_cluster: Vec<(String, usize)>, topics: usize) -> String {
+    pub fn render(
+        &self,
+        alive_per_cluster: Vec<(String, usize)>,
+        topics: usize,
+        ready: bool,
+    ) -> String {
+        self.ready.set(i64::from(ready));
         self.brokers_alive.clear();
         for (cluster, count) in alive_per_cluster {
             self.brokers_alive
