@@ -253,7 +253,101 @@ fn rows() -> Vec<Row> {
             value: |v| mb(at(v, "/median_idle_rss_kib")),
             note: no_note,
         },
+        Row {
+            label: "10 brokers × 10k topics, every route its own: route QPS, fleet idle",
+            figure: "mixed-distinct",
+            better: Better::Higher,
+            value: |v| at(v, "/idle/median_qps"),
+            note: no_note,
+        },
+        Row {
+            label: "… route QPS while 20 registrations a second each change a route",
+            figure: "mixed-distinct",
+            better: Better::Higher,
+            value: |v| at(v, "/churn/median_qps"),
+            note: |v| {
+                at(v, "/qps_churn_over_idle").map(|x| {
+                    format!("{x:.2}× idle, {} failed requests", churn_failures(v))
+                })
+            },
+        },
+        Row {
+            label: "… route p99, fleet idle (ms)",
+            figure: "mixed-distinct",
+            better: Better::Lower,
+            value: |v| at(v, "/idle/median_p99_ms"),
+            note: no_note,
+        },
+        Row {
+            label: "… route p99 under the changes (ms)",
+            figure: "mixed-distinct",
+            better: Better::Lower,
+            value: |v| at(v, "/churn/median_p99_ms"),
+            note: |v| at(v, "/p99_churn_over_idle").map(|x| format!("{x:.2}× idle")),
+        },
+        Row {
+            label: "… route-changing registration p99 (ms)",
+            figure: "mixed-distinct",
+            better: Better::Lower,
+            value: |v| at(v, "/changing_registrations/latency/p99_ms"),
+            note: |v| {
+                at(v, "/changing_registrations/latency/count")
+                    .map(|n| format!("{n} registrations"))
+            },
+        },
+        Row {
+            label: "300 brokers × 10k topics, 1 % of re-registrations change a topic: route p99, idle (ms)",
+            figure: "mixed-300-changing",
+            better: Better::Lower,
+            value: |v| at(v, "/idle/median_p99_ms"),
+            note: no_note,
+        },
+        Row {
+            label: "… route p99 while every broker re-registers (ms)",
+            figure: "mixed-300-changing",
+            better: Better::Lower,
+            value: |v| at(v, "/churn/median_p99_ms"),
+            note: |v| {
+                at(v, "/p99_churn_over_idle").map(|x| {
+                    format!("{x:.2}× idle, {} failed requests", churn_failures(v))
+                })
+            },
+        },
     ]
+}
+
+/// Failed requests of every kind in a mixed run.
+fn churn_failures(v: &Value) -> f64 {
+    [
+        "/idle/failures",
+        "/churn/failures",
+        "/reregistration/failures/count",
+        "/changing_registrations/failures/count",
+        "/cluster_polls/failures/count",
+        "/topic_list_polls/failures/count",
+    ]
+    .iter()
+    .filter_map(|path| at(v, path))
+    .sum()
+}
+
+/// A ratio of a mixed run against a bound, with no failed request.
+fn mixed_ratio(r: &Results, figure: &str, path: &str, want: fn(f64) -> bool) -> Verdict {
+    match r.outcome(OURS, figure) {
+        Outcome::Measured(v) => match at(&v, path) {
+            Some(x) => {
+                let failed = churn_failures(&v);
+                let text = format!("{x:.2}×, {failed} failed requests");
+                if want(x) && failed == 0.0 {
+                    Verdict::Met(text)
+                } else {
+                    Verdict::Missed(text)
+                }
+            }
+            None => Verdict::Unknown("not measured".into()),
+        },
+        _ => Verdict::Unknown("not measured".into()),
+    }
 }
 
 fn fmt_num(x: f64) -> String {
@@ -365,6 +459,7 @@ const RSS_10K: usize = 12;
 const TOPIC_LIST: usize = 13;
 const STARTUP: usize = 14;
 const IDLE_RSS: usize = 15;
+const CHANGING_REGISTRATION_P99: usize = 20;
 
 fn targets() -> Vec<Target> {
     vec![
@@ -486,6 +581,24 @@ fn targets() -> Vec<Target> {
         Target {
             text: "Idle RSS ≤ 10 MB",
             check: |r| absolute(r, IDLE_RSS, |x| x <= 10.0),
+        },
+        Target {
+            text: "Route-changing registrations (10 × 10k distinct routes, 20/s): route QPS ≥ 0.8× idle, no failed request",
+            check: |r| mixed_ratio(r, "mixed-distinct", "/qps_churn_over_idle", |x| x >= 0.8),
+        },
+        Target {
+            text: "… route p99 ≤ 2× idle, no failed request",
+            check: |r| mixed_ratio(r, "mixed-distinct", "/p99_churn_over_idle", |x| x <= 2.0),
+        },
+        Target {
+            text: "… route-changing registration p99 ≤ 1/3 of Java's",
+            check: |r| compare(r, CHANGING_REGISTRATION_P99, JAVA, |x| x <= 1.0 / 3.0),
+        },
+        Target {
+            text: "300 × 10k re-registering every 30 s, 1 % changing a topic: route p99 ≤ 1.5× idle",
+            check: |r| {
+                mixed_ratio(r, "mixed-300-changing", "/p99_churn_over_idle", |x| x <= 1.5)
+            },
         },
     ]
 }
@@ -678,6 +791,9 @@ mod tests {
         assert!(rows[TOPIC_LIST].label.starts_with("GET_ALL_TOPIC_LIST"));
         assert!(rows[STARTUP].label.starts_with("Start"));
         assert!(rows[IDLE_RSS].label.starts_with("Idle RSS"));
+        assert!(rows[CHANGING_REGISTRATION_P99]
+            .label
+            .contains("route-changing registration"));
     }
 
     #[test]
