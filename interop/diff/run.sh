@@ -13,6 +13,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$here/../../scripts/lib.sh"
 [[ $# -eq 1 ]] || { echo "usage: $0 <path-to-mqnamesrv>|java|java-VERSION" >&2; exit 2; }
 ours="$1"
 if [[ "$ours" != java* ]]; then
@@ -23,11 +25,9 @@ fi
 version="${ROCKETMQ_VERSION:-$(sed -n 's:.*<rocketmq.version>\(.*\)</rocketmq.version>.*:\1:p' "$here/pom.xml")}"
 fetch_jars() { # VERSION -> lib dir
     local dir="$here/lib/$1"
-    if [[ ! -f "$dir/.complete" ]]; then
+    if ! maven_cached "$dir"; then
         echo "fetching RocketMQ $1 jars into $dir" >&2
-        (cd "$here" && mvn -B -q dependency:copy-dependencies -Drocketmq.version="$1" \
-            -DincludeScope=runtime -DoutputDirectory="$dir" >&2)
-        touch "$dir/.complete"
+        maven_fetch "$dir" "$here" "" -Drocketmq.version="$1" -DincludeScope=runtime
     fi
     echo "$dir"
 }
@@ -50,10 +50,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# These 8-era jars need the usual module openings on Java 17.
-jvm_opens=(--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED
-    --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-    --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-exports=java.base/sun.nio.ch=ALL-UNNAMED)
 jvm_small=(-Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
 
 # start_server NAME CMD... : runs in $work/NAME with a -c file; sets $addr from the boot line.
@@ -64,15 +60,7 @@ start_server() {
     printf 'listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath=%s\n' "$dir/home/namesrv/kvConfig.json" > "$dir/namesrv.conf"
     (cd "$dir" && HOME="$dir/home" ROCKETMQ_HOME="$dir/home" exec "$@" -c "$dir/namesrv.conf" >"$dir/stdout" 2>"$dir/stderr") &
     pids+=($!)
-    local line=""
-    for _ in $(seq 1 600); do
-        line="$(grep -m1 'boot success' "$dir/stdout" 2>/dev/null || true)"
-        [[ -n "$line" ]] && break
-        if ! kill -0 "${pids[-1]}" 2>/dev/null; then break; fi
-        sleep 0.1
-    done
-    addr="$(sed -n 's/.*address \([0-9.]*:[0-9]*\).*/\1/p' <<<"$line")"
-    if [[ -z "$addr" ]]; then
+    if ! addr="$(wait_boot "$name" "$dir/stdout" "${pids[-1]}" 60 2>/dev/null)"; then
         echo "$name NameServer did not start; its output:" >&2
         tail -n 30 "$dir/stdout" "$dir/stderr" >&2
         exit 1
@@ -82,7 +70,7 @@ start_server() {
 
 java_namesrv() { # NAME LIBDIR
     local dir="$work/$1"
-    start_server "$1" java "${jvm_small[@]}" "${jvm_opens[@]}" -Duser.home="$dir/home" \
+    start_server "$1" java "${jvm_small[@]}" "${JVM_OPENS[@]}" -Duser.home="$dir/home" \
         -cp "$2/*" org.apache.rocketmq.namesrv.NamesrvStartup
 }
 
@@ -99,7 +87,7 @@ fi
 ours_addr="$addr"
 
 rc=0
-java "${jvm_small[@]}" "${jvm_opens[@]}" -Drocketmq.client.logUseSlf4j=false -cp "$classes:$lib/*" \
+java "${jvm_small[@]}" "${JVM_OPENS[@]}" -Drocketmq.client.logUseSlf4j=false -cp "$classes:$lib/*" \
     NamesrvDiff "$java_addr" "$ours_addr" || rc=$?
 echo "differential run took $((SECONDS - start)) s"
 exit $rc

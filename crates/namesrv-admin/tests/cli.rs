@@ -1,8 +1,29 @@
-//! `nsadmin` against real `mqnamesrv` processes.
+//! `nsadmin` against real NameServers (in this process: nsadmin is the process under test).
 
-mod common;
+use std::process::Command;
+use std::sync::LazyLock;
 
-use common::*;
+use namesrv_testkit::*;
+
+static BROKER_A: LazyLock<Broker> =
+    LazyLock::new(|| Broker::new("ClusterX", "broker-a", 0, "127.0.0.1:10911"));
+static BROKER_A_SLAVE: LazyLock<Broker> =
+    LazyLock::new(|| Broker::new("ClusterX", "broker-a", 1, "127.0.0.1:10921"));
+static BROKER_B: LazyLock<Broker> =
+    LazyLock::new(|| Broker::new("ClusterY", "broker-b", 0, "127.0.0.1:10931"));
+
+/// Runs `nsadmin` with `args` (no NAMESRV_ADDR from the environment).
+async fn nsadmin(args: &[&str]) -> Run {
+    nsadmin_env(args, &[]).await
+}
+
+async fn nsadmin_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nsadmin"));
+    cmd.args(args)
+        .env_remove("NAMESRV_ADDR")
+        .envs(env.iter().copied());
+    run_off_runtime(cmd).await
+}
 
 /// Table output as rows of cells, whatever the column widths.
 fn words(text: &str) -> Vec<Vec<&str>> {
@@ -14,11 +35,15 @@ fn words(text: &str) -> Vec<Vec<&str>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_show_clusters_routes_and_topics() {
     let server = Server::start();
-    let _a = BROKER_A.register(&server, &["TopicA", "TopicShared"]).await;
-    let _a1 = BROKER_A_SLAVE
-        .register(&server, &["TopicA", "TopicShared"])
+    let _a = BROKER_A
+        .register_on(&server, &["TopicA", "TopicShared"])
         .await;
-    let _b = BROKER_B.register(&server, &["TopicB", "TopicShared"]).await;
+    let _a1 = BROKER_A_SLAVE
+        .register_on(&server, &["TopicA", "TopicShared"])
+        .await;
+    let _b = BROKER_B
+        .register_on(&server, &["TopicB", "TopicShared"])
+        .await;
     let n = server.addr.as_str();
 
     let clusters = nsadmin(&["-n", n, "clusterList"]).await;
@@ -129,8 +154,8 @@ async fn errors_show_code_and_remark_and_fail() {
 async fn writes_reach_every_namesrv_and_reads_take_the_first_that_answers() {
     let one = Server::start();
     let two = Server::start();
-    let _a1 = BROKER_A.register(&one, &["TopicA", "TopicShared"]).await;
-    let _a2 = BROKER_A.register(&two, &["TopicA", "TopicShared"]).await;
+    let _a1 = BROKER_A.register_on(&one, &["TopicA", "TopicShared"]).await;
+    let _a2 = BROKER_A.register_on(&two, &["TopicA", "TopicShared"]).await;
     let both = addrs(&[&one, &two]);
 
     let put = nsadmin(&[
@@ -295,8 +320,8 @@ async fn writes_are_signed_with_the_given_keys() {
 async fn diff_agrees_on_the_same_state_and_shows_what_differs() {
     let one = Server::start();
     let two = Server::start();
-    let _a1 = BROKER_A.register(&one, &["TopicA", "TopicShared"]).await;
-    let _a2 = BROKER_A.register(&two, &["TopicA", "TopicShared"]).await;
+    let _a1 = BROKER_A.register_on(&one, &["TopicA", "TopicShared"]).await;
+    let _a2 = BROKER_A.register_on(&two, &["TopicA", "TopicShared"]).await;
     let both = addrs(&[&one, &two]);
     let kv = [
         "updateKvConfig",
@@ -325,7 +350,7 @@ async fn diff_agrees_on_the_same_state_and_shows_what_differs() {
 
     // Now a broker that reached only the first, a permission change and a KV write on the
     // second only.
-    let _b = BROKER_B.register(&one, &["TopicB", "TopicShared"]).await;
+    let _b = BROKER_B.register_on(&one, &["TopicB", "TopicShared"]).await;
     let wipe = nsadmin(&["-n", &two.addr, "wipeWritePerm", "-b", "broker-a"]).await;
     assert_eq!(wipe.code, 0);
     let put = nsadmin(&[

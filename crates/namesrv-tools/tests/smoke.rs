@@ -4,33 +4,10 @@
 //! `scripts/bench`.
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use namesrv::config::Settings;
+use namesrv_testkit::*;
 use serde_json::Value;
-
-fn start_our_server() -> (SocketAddr, tempfile::TempDir) {
-    let home = tempfile::tempdir().unwrap();
-    let conf = home.path().join("namesrv.conf");
-    std::fs::write(&conf, "listenPort=0\nbindAddress=127.0.0.1\n").unwrap();
-    let mut settings = Settings::defaults(home.path(), None);
-    settings.load_file(&conf).unwrap();
-    let (ready, addr) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime
-            .block_on(namesrv::run(
-                settings,
-                move |endpoints| ready.send(endpoints.remoting).unwrap(),
-                std::future::pending(),
-                std::future::pending(),
-            ))
-            .unwrap();
-    });
-    (addr.recv_timeout(Duration::from_secs(10)).unwrap(), home)
-}
 
 fn nsbench_route(addr: &str, extra: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
@@ -57,8 +34,8 @@ fn nsbench_route(addr: &str, extra: &[&str]) -> Value {
 
 #[test]
 fn route_load_against_our_server_is_clean() {
-    let (addr, _home) = start_our_server();
-    let result = nsbench_route(&addr.to_string(), &["--slaves"]);
+    let server = Server::start();
+    let result = nsbench_route(&server.addr, &["--slaves"]);
     assert!(result["route"]["median_qps"].as_f64().unwrap() > 0.0);
     assert_eq!(result["route"]["failures"], 0);
     assert_eq!(result["registration"]["members"], 4);

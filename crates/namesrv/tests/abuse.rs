@@ -3,34 +3,17 @@
 //! connections quickly, keep serving everyone else, and never keep a broker routable that can
 //! no longer expire.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::body::ClusterInfo;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::frame::encode_frame;
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-fn frame(cmd: &RemotingCommand) -> Vec<u8> {
-    let mut out = bytes::BytesMut::new();
-    encode_frame(cmd, &mut out);
-    out.to_vec()
-}
-
-/// A frame with a JSON header and a body given as raw bytes.
-fn raw_frame(header: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + header.len() + body.len());
-    out.extend(((4 + header.len() + body.len()) as u32).to_be_bytes());
-    out.extend((header.len() as u32).to_be_bytes());
-    out.extend(header);
-    out.extend(body);
-    out
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Connects from a chosen loopback address (all of 127.0.0.0/8 is this machine).
 async fn connect_from(source: [u8; 4], server: &str) -> std::io::Result<TcpStream> {
@@ -50,12 +33,6 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
             Ok(Ok(_)) => {}
         }
     }
-}
-
-fn open_descriptors(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
 }
 
 async fn cluster_info(server: &Server) -> ClusterInfo {
@@ -84,7 +61,7 @@ async fn route_p99(server: &Server, topic: &str, lookups: usize) -> Duration {
 
 #[tokio::test]
 async fn clients_that_send_part_of_a_proxy_header_and_close_release_their_descriptors() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let baseline = open_descriptors(server.pid());
     for batch in 0..5 {
         let conns =
@@ -109,7 +86,7 @@ async fn clients_that_send_part_of_a_proxy_header_and_close_release_their_descri
 
 #[tokio::test]
 async fn a_client_that_stalls_inside_a_proxy_header_is_closed_after_a_few_seconds() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let mut stalled = TcpStream::connect(server.addr.as_str()).await.unwrap();
     stalled.write_all(b"PROXY TCP4 10.0.0.1").await.unwrap();
     let started = Instant::now();
@@ -133,7 +110,7 @@ async fn a_client_that_stalls_inside_a_proxy_header_is_closed_after_a_few_second
 
 #[tokio::test]
 async fn a_silent_connection_is_closed_at_the_first_frame_deadline_but_a_speaking_one_stays() {
-    let server = Server::start_with("serverFirstFrameTimeoutSeconds=1");
+    let server = MQNAMESRV.start_with("serverFirstFrameTimeoutSeconds=1");
     let mut silent = TcpStream::connect(server.addr.as_str()).await.unwrap();
     let spoke = server.client().await;
     call(&spoke, route_request("Nothing", 479)).await;
@@ -152,7 +129,7 @@ async fn a_silent_connection_is_closed_at_the_first_frame_deadline_but_a_speakin
 
 #[tokio::test]
 async fn a_flood_from_one_address_leaves_other_addresses_served() {
-    let server = Server::start_with("serverMaxConnectionsPerAddress=100");
+    let server = MQNAMESRV.start_with("serverMaxConnectionsPerAddress=100");
     let broker = Broker::new("FloodCluster", "steady", 0, "10.1.1.1:10911");
     let broker_conn = server.client().await;
     let resp = broker.register(&broker_conn, &BASE_TOPICS, 1).await;
@@ -183,7 +160,7 @@ async fn a_flood_from_one_address_leaves_other_addresses_served() {
 
 #[tokio::test]
 async fn broker_hosts_keep_a_reserve_when_floods_fill_the_server() {
-    let server = Server::start_with("serverMaxConnections=60\nserverMaxConnectionsPerAddress=20");
+    let server = MQNAMESRV.start_with("serverMaxConnections=60\nserverMaxConnectionsPerAddress=20");
     let broker = Broker::new("ReserveCluster", "kept", 0, "10.1.1.2:10911");
     let broker_conn = rocketmq_wire::client::Client::from_stream(
         connect_from([127, 0, 0, 5], &server.addr).await.unwrap(),
@@ -220,6 +197,9 @@ async fn broker_hosts_keep_a_reserve_when_floods_fill_the_server() {
 
 #[tokio::test]
 async fn the_soft_open_files_limit_is_raised_to_the_hard_limit() {
+    let Some(prlimit) = needs(on_path(&["prlimit"]), "prlimit (util-linux)") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("namesrv.conf");
     std::fs::write(
@@ -227,7 +207,7 @@ async fn the_soft_open_files_limit_is_raised_to_the_hard_limit() {
         "listenPort=0\nbindAddress=127.0.0.1\nhttpEnable=false\n",
     )
     .unwrap();
-    let mut child = std::process::Command::new("prlimit")
+    let mut child = std::process::Command::new(&prlimit)
         .arg("--nofile=256:2048")
         .arg(env!("CARGO_BIN_EXE_mqnamesrv"))
         .arg("-c")
@@ -291,14 +271,14 @@ fn numbers_object(prefix: &str, len: usize) -> Vec<u8> {
 
 #[tokio::test]
 async fn eight_connections_of_sixteen_mib_hostile_frames_keep_memory_bounded() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let broker = Broker::new("MemCluster", "steady", 0, "10.1.1.3:10911");
     let client = server.client().await;
     broker.register(&client, &BASE_TOPICS, 1).await;
     let before = server.memory_kib("VmRSS");
 
     let header_numbers = numbers_object(r#"{"code":105,"opaque":1,"extFields":{"#, HOSTILE_LEN);
-    let header_numbers = raw_frame(&header_numbers, b"");
+    let header_numbers = frame_with_header(0, &header_numbers, b"");
     let qdv_body = numbers_object(r#"{"counter":"1","#, HOSTILE_LEN - 200);
     let qdv = frame(
         &RemotingCommand::request(request::QUERY_DATA_VERSION)
@@ -373,7 +353,7 @@ async fn eight_connections_of_sixteen_mib_hostile_frames_keep_memory_bounded() {
 
 #[tokio::test]
 async fn refused_registrations_leave_no_groups_behind() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     for i in 0..300 {
         let name: &'static str = Box::leak(format!("refused-{i}").into_boxed_str());
@@ -392,7 +372,7 @@ async fn refused_registrations_leave_no_groups_behind() {
 
 #[tokio::test]
 async fn an_address_under_two_broker_names_leaves_both_when_its_connection_closes() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let conn = server.client().await;
     let old = Broker::new("RenameCluster", "before-rename", 0, "10.3.3.3:10911");
     let new = Broker::new("RenameCluster", "after-rename", 0, "10.3.3.3:10911");

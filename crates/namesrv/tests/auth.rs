@@ -1,44 +1,45 @@
 //! Authenticated writes: signed the way RocketMQ's ACL clients sign, checked against the
 //! credentials file; reads stay open.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::acl::sign;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 
-fn put(key: &str) -> RemotingCommand {
-    RemotingCommand::request(request::PUT_KV_CONFIG)
-        .with_ext("namespace", "ns")
-        .with_ext("key", key)
-        .with_ext("value", "v")
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 #[tokio::test]
 async fn writes_need_a_valid_signature_and_reads_stay_open() {
     let dir = tempfile::tempdir().unwrap();
     let creds = dir.path().join("credentials.properties");
     std::fs::write(&creds, "admin=secret-1\n").unwrap();
-    let server = Server::start_with(&format!(
+    let server = MQNAMESRV.start_with(&format!(
         "authenticationEnabled=true\nauthCredentialsPath={}",
         creds.display()
     ));
     let client = server.client().await;
 
-    let unsigned = call(&client, put("a")).await;
+    let unsigned = call(&client, put_kv_request("ns", "a", "v")).await;
     assert_eq!(unsigned.code, response::NO_PERMISSION);
     assert!(unsigned
         .remark
         .unwrap()
         .contains("needs AccessKey and Signature"));
-    let wrong_secret = call(&client, sign(put("a"), "admin", "guess")).await;
+    let wrong_secret = call(
+        &client,
+        sign(put_kv_request("ns", "a", "v"), "admin", "guess"),
+    )
+    .await;
     assert_eq!(wrong_secret.code, response::NO_PERMISSION);
-    let unknown = call(&client, sign(put("a"), "intruder", "secret-1")).await;
+    let unknown = call(
+        &client,
+        sign(put_kv_request("ns", "a", "v"), "intruder", "secret-1"),
+    )
+    .await;
     assert_eq!(unknown.code, response::NO_PERMISSION);
-    let mut tampered = sign(put("a"), "admin", "secret-1");
+    let mut tampered = sign(put_kv_request("ns", "a", "v"), "admin", "secret-1");
     tampered
         .ext_fields
         .as_mut()
@@ -47,9 +48,12 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
     assert_eq!(call(&client, tampered).await.code, response::NO_PERMISSION);
 
     assert_eq!(
-        call(&client, sign(put("a"), "admin", "secret-1"))
-            .await
-            .code,
+        call(
+            &client,
+            sign(put_kv_request("ns", "a", "v"), "admin", "secret-1")
+        )
+        .await
+        .code,
         response::SUCCESS
     );
     let get = RemotingCommand::request(request::GET_KV_CONFIG)
@@ -96,17 +100,15 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
 
     std::fs::write(&creds, "admin=secret-1\nops=secret-2\n").unwrap();
     eventually("new credentials loaded", Duration::from_secs(8), || async {
-        call(&client, sign(put("b"), "ops", "secret-2")).await.code == response::SUCCESS
+        call(
+            &client,
+            sign(put_kv_request("ns", "b", "v"), "ops", "secret-2"),
+        )
+        .await
+        .code
+            == response::SUCCESS
     })
     .await;
-}
-
-fn heartbeat(broker: &Broker) -> RemotingCommand {
-    RemotingCommand::request(request::BROKER_HEARTBEAT)
-        .with_ext("clusterName", broker.cluster)
-        .with_ext("brokerAddr", &broker.addr)
-        .with_ext("brokerName", broker.name)
-        .with_ext("brokerId", broker.id)
 }
 
 fn listed(info: &rocketmq_wire::body::ClusterInfo, name: &str) -> bool {
@@ -120,7 +122,7 @@ async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() 
     let dir = tempfile::tempdir().unwrap();
     let creds = dir.path().join("credentials.properties");
     std::fs::write(&creds, "broker=secret-b\n").unwrap();
-    let server = Server::start_with(&format!(
+    let server = MQNAMESRV.start_with(&format!(
         "authenticationEnabled=true\nauthCredentialsPath={}\nscanNotActiveBrokerInterval=200",
         creds.display()
     ));
@@ -140,7 +142,7 @@ async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() 
     }
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_secs(8) {
-        let unsigned = call(&client, heartbeat(&silent)).await;
+        let unsigned = call(&client, silent.heartbeat_request()).await;
         assert_eq!(
             unsigned.code,
             response::SUCCESS,
@@ -153,7 +155,11 @@ async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() 
             .with_ext("brokerId", 0)
             .with_body(dv(1, 0).encode());
         assert_eq!(call(&client, unsigned_qdv).await.code, response::SUCCESS);
-        let beat = call(&client, sign(heartbeat(&signed), "broker", "secret-b")).await;
+        let beat = call(
+            &client,
+            sign(signed.heartbeat_request(), "broker", "secret-b"),
+        )
+        .await;
         assert_eq!(beat.code, response::SUCCESS);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }

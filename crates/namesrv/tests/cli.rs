@@ -1,12 +1,12 @@
 //! The `mqnamesrv` command line and process lifecycle.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 fn mqnamesrv(args: &[&str], home: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
@@ -53,7 +53,7 @@ fn corrupt_kv_file_refuses_to_start() {
 
 #[tokio::test]
 async fn sigterm_stops_gracefully() {
-    let mut server = Server::start();
+    let mut server = MQNAMESRV.start();
     let client = server.client().await;
     let put = RemotingCommand::request(request::PUT_KV_CONFIG)
         .with_ext("namespace", "ns")
@@ -89,7 +89,8 @@ async fn sigterm_until_go_away(server: &Server, client: &rocketmq_wire::client::
 
 #[tokio::test]
 async fn graceful_shutdown_sends_newer_clients_away_first() {
-    let mut server = Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
+    let mut server =
+        MQNAMESRV.start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
     let client = server.client().await;
     sigterm_until_go_away(&server, &client).await;
     let away = call(&client, route_request("T", 479)).await;
@@ -108,7 +109,7 @@ async fn graceful_shutdown_sends_newer_clients_away_first() {
 #[tokio::test]
 async fn a_second_signal_cuts_the_graceful_wait_short() {
     let mut server =
-        Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=60");
+        MQNAMESRV.start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=60");
     let client = server.client().await;
     sigterm_until_go_away(&server, &client).await;
     let started = std::time::Instant::now();

@@ -1,17 +1,17 @@
 //! Crash safety of the KV store: kill -9 at random moments while acknowledged writes go on,
 //! and disk errors that must be answered as errors instead of being lost silently.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::body::KvTable;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const NAMESPACE: &str = "crash";
 
@@ -88,7 +88,7 @@ async fn acknowledged_kv_writes_survive_kill_9() {
     let mut in_flight: Option<(String, String)> = None;
     let mut total_acked = 0;
     for iteration in 0..100 {
-        let mut server = Server::start_in(dir.path(), "");
+        let mut server = MQNAMESRV.start_in(dir.path(), "");
         let client = server.client().await;
         let stored = namespace(&client).await;
         // The write cut short by the kill may have landed or not; if it did, it is durable now.
@@ -124,7 +124,7 @@ async fn acknowledged_kv_writes_survive_kill_9() {
 /// Starts in `home` with `kvConfigPath` pointing at `kv_path` (which cannot be written) and
 /// checks that writes are refused with an error naming the file, and that nothing is applied.
 async fn kv_writes_fail_loudly(home: &Path, kv_path: &Path, reason: &str) {
-    let server = Server::start_in(home, &format!("kvConfigPath={}", kv_path.display()));
+    let server = MQNAMESRV.start_in(home, &format!("kvConfigPath={}", kv_path.display()));
     let client = server.client().await;
     let resp = call(&client, put("k", "v")).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
@@ -173,7 +173,7 @@ async fn kv_path_on_an_unwritable_filesystem_is_an_error() {
 /// A config update that cannot be persisted is refused and not applied.
 #[tokio::test]
 async fn unpersistable_config_update_is_an_error() {
-    let server = Server::start_with("");
+    let server = MQNAMESRV.start_with("");
     std::fs::remove_file(&server.config).unwrap();
     std::fs::create_dir(&server.config).unwrap();
     let client = server.client().await;

@@ -2,20 +2,16 @@
 //! REGISTER_BROKER frame over /dev/tcp) so that they can be frozen with SIGSTOP or killed,
 //! and keep their rhythm however busy the test process is.
 
-mod common;
-
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use common::*;
-use rocketmq_wire::body::ClusterInfo;
+use namesrv_testkit::*;
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::frame::encode_frame;
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::codes::response;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Registers every `PERIOD` seconds on one connection; when the connection breaks it
 /// reconnects, as a real broker does at its next registration.
@@ -81,8 +77,7 @@ fn registration_file(
     if let Some(ms) = timeout_ms {
         cmd = cmd.with_ext("heartbeatTimeoutMillis", ms);
     }
-    let mut buf = BytesMut::new();
-    encode_frame(&cmd, &mut buf);
+    let buf = frame(&cmd);
     let path = dir.join(format!("{name}.frame"));
     // Renamed into place: a broker reading it mid-write would send half a frame.
     let tmp = dir.join(format!("{name}.frame.tmp"));
@@ -95,18 +90,11 @@ fn port(server: &Server) -> String {
     server.addr.rsplit(':').next().unwrap().to_string()
 }
 
-async fn brokers(client: &Client) -> ClusterInfo {
-    let resp = call(
-        client,
-        RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
-    )
-    .await;
-    assert_eq!(resp.code, response::SUCCESS);
-    ClusterInfo::decode(resp.body.as_deref().unwrap()).unwrap()
-}
-
 async fn has_broker(client: &Client, name: &str) -> bool {
-    brokers(client).await.broker_addr_table.contains_key(name)
+    cluster_info(client)
+        .await
+        .broker_addr_table
+        .contains_key(name)
 }
 
 async fn has_route(client: &Client, topic: &str) -> bool {
@@ -133,7 +121,7 @@ async fn time_until_gone(client: &Client, name: &str, limit: Duration) -> Durati
 async fn frozen_broker_expires_after_its_timeout() {
     const TIMEOUT_MS: u64 = 2000;
     const SCAN_MS: u64 = 200;
-    let server = Server::start_with(&format!("scanNotActiveBrokerInterval={SCAN_MS}"));
+    let server = MQNAMESRV.start_with(&format!("scanNotActiveBrokerInterval={SCAN_MS}"));
     let dir = tempfile::tempdir().unwrap();
     let frame = registration_file(
         dir.path(),
@@ -174,7 +162,7 @@ async fn frozen_broker_expires_after_its_timeout() {
 /// 120 s default timeout.
 #[tokio::test]
 async fn broker_with_a_cut_connection_leaves_at_once() {
-    let server = Server::start_with("");
+    let server = MQNAMESRV.start_with("");
     let dir = tempfile::tempdir().unwrap();
     let frame = registration_file(dir.path(), "cut", "cut-topic", None, 1);
     let broker = ShellBroker::spawn(&port(&server), &frame, "1");
@@ -193,7 +181,7 @@ const LIVE: [&str; 3] = ["live-a", "live-bb", "live-ccc"];
 /// every second with a 3 s timeout and scans run every 200 ms: none may be expired.
 #[tokio::test]
 async fn route_overload_expires_no_live_broker() {
-    let server = Server::start_with("scanNotActiveBrokerInterval=200");
+    let server = MQNAMESRV.start_with("scanNotActiveBrokerInterval=200");
     let dir = tempfile::tempdir().unwrap();
     let _brokers: Vec<ShellBroker> = LIVE
         .iter()
@@ -228,7 +216,7 @@ async fn route_overload_expires_no_live_broker() {
     }
     let mut checks = 0;
     while Instant::now() < stop {
-        let info = brokers(&watcher).await;
+        let info = cluster_info(&watcher).await;
         for name in LIVE {
             assert!(
                 info.broker_addr_table.contains_key(name),
@@ -262,7 +250,7 @@ async fn route_overload_expires_no_live_broker() {
 #[tokio::test]
 async fn restart_converges_within_one_registration_period() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = Server::start_in(home.path(), "");
+    let mut server = MQNAMESRV.start_in(home.path(), "");
     let port = port(&server);
     let dir = tempfile::tempdir().unwrap();
     let _brokers: Vec<ShellBroker> = LIVE
@@ -286,7 +274,7 @@ async fn restart_converges_within_one_registration_period() {
     // notices at once. Waiting those two periods puts the brokers in their reconnect loop, as a
     // Java broker would be.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    let server = Server::start_in(home.path(), &format!("listenPort={port}"));
+    let server = MQNAMESRV.start_in(home.path(), &format!("listenPort={port}"));
     let booted = Instant::now();
     let client = server.client().await;
     for topic in renamed {

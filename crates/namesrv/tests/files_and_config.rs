@@ -2,22 +2,17 @@
 //! weaken security or name files are refused, persisted files keep their permissions and do not
 //! follow planted symlinks, and custom keys survive the config rewrite.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
-use std::sync::Arc;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::acl::sign;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const BLACKLIST_REMARK: &str = "Can not update config in black list.";
 
@@ -46,56 +41,13 @@ fn mode_of(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
-/// Writes a self-signed certificate and key for "localhost"; returns the certificate.
-fn write_cert(dir: &Path) -> CertificateDer<'static> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    std::fs::write(dir.join("server.pem"), cert.cert.pem()).unwrap();
-    std::fs::write(dir.join("server.key"), cert.key_pair.serialize_pem()).unwrap();
-    cert.cert.der().clone()
-}
-
-fn tls_props(dir: &Path, mode: &str) -> String {
-    format!(
-        "tls.server.mode={mode}\ntls.server.certPath={}\ntls.server.keyPath={}",
-        dir.join("server.pem").display(),
-        dir.join("server.key").display()
-    )
-}
-
-async fn tls_client(addr: &str, trusted: &CertificateDer<'static>) -> std::io::Result<Client> {
-    let mut roots = RootCertStore::empty();
-    roots.add(trusted.clone()).unwrap();
-    let config =
-        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await?;
-    let stream = TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await?;
-    Ok(Client::from_io(stream))
-}
-
-/// Whether a plaintext request is answered (false: the server closed the connection).
-async fn plaintext_served(addr: &str) -> bool {
-    let Ok(client) = Client::connect(addr).await else {
-        return false;
-    };
-    matches!(
-        call_result(&client, RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO)).await,
-        Ok(r) if r.code == response::SUCCESS
-    )
-}
-
 #[tokio::test]
 async fn keys_that_weaken_security_or_name_files_are_refused_remotely_and_nothing_is_persisted() {
     let certs = tempfile::tempdir().unwrap();
     write_cert(certs.path());
     // The file's own blacklist leaves out every default entry: the refusals must not depend
     // on it.
-    let server = Server::start_with(&format!(
+    let server = MQNAMESRV.start_with(&format!(
         "{}\ntls.server.need.client.auth=optional\ntls.server.trustCertPath={}\n\
          tls.server.futureSetting=on\nconfigBlackList=orderMessageEnable\n\
          advertisedAddresses=127.0.0.1:9876\nhttpBindAddress=127.0.0.1",
@@ -170,7 +122,7 @@ async fn an_enforcing_server_refuses_a_remote_downgrade_and_refuses_plaintext_af
     let certs = tempfile::tempdir().unwrap();
     let cert = write_cert(certs.path());
     let home = tempfile::tempdir().unwrap();
-    let mut server = Server::start_in(home.path(), &tls_props(certs.path(), "enforcing"));
+    let mut server = MQNAMESRV.start_in(home.path(), &tls_props(certs.path(), "enforcing"));
     assert!(!plaintext_served(&server.addr).await);
     let client = tls_client(&server.addr, &cert).await.unwrap();
     for downgrade in ["tls.server.mode=permissive\n", "tls.server.mode=disabled\n"] {
@@ -183,7 +135,7 @@ async fn an_enforcing_server_refuses_a_remote_downgrade_and_refuses_plaintext_af
     assert_eq!(resp.code, response::SUCCESS);
     server.terminate();
 
-    let server = Server::resume_in(home.path());
+    let server = MQNAMESRV.resume_in(home.path());
     assert!(
         !plaintext_served(&server.addr).await,
         "plaintext served after a restart"
@@ -196,7 +148,7 @@ async fn an_enforcing_server_refuses_a_remote_downgrade_and_refuses_plaintext_af
 
 #[tokio::test]
 async fn a_config_file_locked_to_0600_stays_0600_after_a_remote_update() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     std::fs::set_permissions(&server.config, std::fs::Permissions::from_mode(0o600)).unwrap();
     let client = server.client().await;
     let resp = call(&client, update("productEnvName=locked\n")).await;
@@ -209,7 +161,7 @@ async fn a_config_file_locked_to_0600_stays_0600_after_a_remote_update() {
 
 #[tokio::test]
 async fn a_symlink_planted_at_the_kv_backup_leaves_its_target_untouched() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     assert_eq!(
         call(&client, put_kv_request("ns", "k", "first")).await.code,
@@ -252,7 +204,7 @@ async fn temp_files_left_by_a_killed_server_are_removed_at_start() {
     let unrelated = dir.join("kvConfig.json.tmp-notes");
     std::fs::write(&unrelated, "keep").unwrap();
 
-    let server = Server::start_in(home.path(), "");
+    let server = MQNAMESRV.start_in(home.path(), "");
     for path in &stale {
         assert!(!path.exists(), "{} left behind", path.display());
     }
@@ -270,7 +222,7 @@ async fn custom_keys_with_escaped_characters_survive_an_update_and_a_restart() {
         ("a=b", "four"),
         ("!bang", "five"),
     ];
-    let mut server = Server::start_in(
+    let mut server = MQNAMESRV.start_in(
         home.path(),
         "myCustom\\ key=one\nfoo\\:bar=two\n\\#hashkey=three\na\\=b=four\n\\!bang=five",
     );
@@ -291,7 +243,7 @@ async fn custom_keys_with_escaped_characters_survive_an_update_and_a_restart() {
     );
     server.terminate();
 
-    let server = Server::resume_in(home.path());
+    let server = MQNAMESRV.resume_in(home.path());
     let client = server.client().await;
     let reloaded = config_map(&client).await;
     assert_eq!(reloaded["productEnvName"], "unrelated");
@@ -315,7 +267,7 @@ async fn an_unknown_access_key_and_a_wrong_secret_get_the_same_answer() {
     let dir = tempfile::tempdir().unwrap();
     let creds = dir.path().join("credentials.properties");
     std::fs::write(&creds, "admin=secret-1\n").unwrap();
-    let server = Server::start_with(&format!(
+    let server = MQNAMESRV.start_with(&format!(
         "authenticationEnabled=true\nauthCredentialsPath={}",
         creds.display()
     ));

@@ -1,34 +1,16 @@
 //! The wire itself: both header forms, exact response headers, pipelining, and malformed
 //! frames that must close only their own connection.
 
-mod common;
-
 use std::time::Duration;
 
-use bytes::BytesMut;
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::frame::decode_payload;
 use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    tokio::time::timeout(TIMEOUT, stream.read_exact(&mut len))
-        .await
-        .ok()?
-        .ok()?;
-    let mut payload = vec![0u8; u32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut payload).await.ok()?;
-    Some(payload)
-}
-
-fn frame_bytes(cmd: &RemotingCommand) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    encode_frame(cmd, &mut buf);
-    buf.to_vec()
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Sends raw bytes and reports whether the server closed the connection without answering.
 async fn closes_silently(server: &Server, bytes: &[u8]) -> bool {
@@ -43,13 +25,13 @@ async fn closes_silently(server: &Server, bytes: &[u8]) -> bool {
 
 #[tokio::test]
 async fn response_headers_are_exactly_javas() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let mut stream = TcpStream::connect(&server.addr).await.unwrap();
     let mut get = RemotingCommand::request(request::GET_KV_CONFIG)
         .with_ext("namespace", "ns")
         .with_ext("key", "k");
     get.opaque = 5;
-    stream.write_all(&frame_bytes(&get)).await.unwrap();
+    stream.write_all(&frame(&get)).await.unwrap();
     let payload = read_frame(&mut stream).await.unwrap();
     let header_len = u32::from_be_bytes(payload[..4].try_into().unwrap()) as usize;
     assert_eq!(payload[0], 0, "JSON serialize type");
@@ -59,7 +41,7 @@ async fn response_headers_are_exactly_javas() {
     );
     let mut info = RemotingCommand::request(request::GET_NAMESRV_CONFIG);
     info.opaque = 6;
-    stream.write_all(&frame_bytes(&info)).await.unwrap();
+    stream.write_all(&frame(&info)).await.unwrap();
     let payload = read_frame(&mut stream).await.unwrap();
     let header_len = u32::from_be_bytes(payload[..4].try_into().unwrap()) as usize;
     assert_eq!(
@@ -70,7 +52,7 @@ async fn response_headers_are_exactly_javas() {
 
 #[tokio::test]
 async fn binary_and_go_style_requests_are_understood() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     Broker::new("c", "b", 0, "127.0.0.1:10911")
         .register(&client, &BASE_TOPICS, 1)
@@ -114,7 +96,7 @@ async fn binary_and_go_style_requests_are_understood() {
 
 #[tokio::test]
 async fn pipelined_requests_are_each_answered_with_their_opaque() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let mut stream = TcpStream::connect(&server.addr).await.unwrap();
     let mut burst = Vec::new();
     for opaque in 1..=200 {
@@ -125,7 +107,7 @@ async fn pipelined_requests_are_each_answered_with_their_opaque() {
         })
         .with_ext("topic", "none");
         cmd.opaque = opaque;
-        burst.extend_from_slice(&frame_bytes(&cmd));
+        burst.extend_from_slice(&frame(&cmd));
     }
     stream.write_all(&burst).await.unwrap();
     let mut seen = Vec::new();
@@ -146,7 +128,7 @@ async fn pipelined_requests_are_each_answered_with_their_opaque() {
 
 #[tokio::test]
 async fn malformed_frames_close_only_their_connection() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let survivor = server.client().await;
     let header = br#"{"code":105}"#;
     let with_len = |frame_len: i32, ori: u32, rest: &[u8]| {
@@ -206,7 +188,7 @@ async fn malformed_frames_close_only_their_connection() {
 
 #[tokio::test]
 async fn idle_connections_are_closed() {
-    let server = Server::start_with("serverChannelMaxIdleTimeSeconds=1");
+    let server = MQNAMESRV.start_with("serverChannelMaxIdleTimeSeconds=1");
     let mut stream = TcpStream::connect(&server.addr).await.unwrap();
     // Half a frame, then silence.
     stream.write_all(&[0, 0, 0, 50, 0]).await.unwrap();
@@ -222,7 +204,7 @@ async fn idle_connections_are_closed() {
 
 #[tokio::test]
 async fn proxy_protocol_headers_are_consumed() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let mut get = RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO);
     get.opaque = 3;
     let mut v2 = vec![
@@ -232,7 +214,7 @@ async fn proxy_protocol_headers_are_consumed() {
     for header in [b"PROXY TCP4 1.2.3.4 5.6.7.8 1111 2222\r\n".to_vec(), v2] {
         let mut stream = TcpStream::connect(&server.addr).await.unwrap();
         let mut bytes = header;
-        bytes.extend_from_slice(&frame_bytes(&get));
+        bytes.extend_from_slice(&frame(&get));
         stream.write_all(&bytes).await.unwrap();
         let resp = decode_payload(read_frame(&mut stream).await.unwrap().into()).unwrap();
         assert_eq!((resp.code, resp.opaque), (response::SUCCESS, 3));

@@ -2,22 +2,22 @@
 //! (a response with its code and remark, or a silently closed connection) and that another
 //! client is served normally right afterwards, with the registry intact.
 
-mod common;
-
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use common::*;
+use bytes::Bytes;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
+use namesrv_testkit::*;
 use rocketmq_wire::body::{TopicList, TopicRouteData};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::frame::decode_payload;
 use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// The broker whose route must survive every attack, and the topic only it serves.
 const KEEPER_ADDR: &str = "10.9.9.9:10911";
@@ -38,7 +38,7 @@ impl Drop for Target {
 
 impl Target {
     async fn start(props: &str) -> Self {
-        let server = Server::start_with(props);
+        let server = MQNAMESRV.start_with(props);
         let keeper = server.client().await;
         let broker = Broker::new("HostileCluster", "keeper", 0, KEEPER_ADDR);
         assert_eq!(
@@ -118,53 +118,6 @@ async fn send_raw_within(target: &Target, bytes: &[u8], limit: Duration) -> Outc
 }
 
 const SLOW: Duration = Duration::from_secs(60);
-
-fn frame(cmd: &RemotingCommand) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    encode_frame(cmd, &mut buf);
-    buf.to_vec()
-}
-
-/// A frame with any length field, type byte and header length, around `rest`.
-fn raw_frame(frame_len: i32, ser_type: u8, header_len: u32, rest: &[u8]) -> Vec<u8> {
-    let mut v = frame_len.to_be_bytes().to_vec();
-    v.extend_from_slice(&((u32::from(ser_type) << 24) | header_len).to_be_bytes());
-    v.extend_from_slice(rest);
-    v
-}
-
-/// A well-formed frame around an arbitrary JSON or binary header and body.
-fn frame_with_header(ser_type: u8, header: &[u8], body: &[u8]) -> Vec<u8> {
-    raw_frame(
-        (4 + header.len() + body.len()) as i32,
-        ser_type,
-        header.len() as u32,
-        &[header, body].concat(),
-    )
-}
-
-/// A binary (ROCKETMQ) header for `code` with the given raw ext-map bytes and declared length.
-fn binary_header(code: i16, ext_len: i32, ext: &[u8]) -> Vec<u8> {
-    let mut h = BytesMut::new();
-    h.put_i16(code);
-    h.put_u8(0);
-    h.put_i16(479);
-    h.put_i32(1);
-    h.put_i32(0);
-    h.put_i32(0);
-    h.put_i32(ext_len);
-    h.put_slice(ext);
-    h.to_vec()
-}
-
-fn binary_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut e = BytesMut::new();
-    e.put_i16(key.len() as i16);
-    e.put_slice(key);
-    e.put_i32(value.len() as i32);
-    e.put_slice(value);
-    e.to_vec()
-}
 
 fn expect_closed(case: &str, outcome: Outcome) {
     assert!(

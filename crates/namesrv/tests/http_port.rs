@@ -3,16 +3,16 @@
 //! that try to forge metric series, arbitrary request codes during a graceful shutdown, and
 //! Host headers that are not hosts.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 fn http_addr(server: &Server) -> String {
     server
@@ -75,7 +75,7 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Durati
 
 #[tokio::test]
 async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
-    let server = Server::start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
+    let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
     let mut silent = TcpStream::connect(http_addr(&server)).await.unwrap();
     let took = closed_within(&mut silent, Duration::from_secs(4)).await;
     assert!(
@@ -86,7 +86,7 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
 
 #[tokio::test]
 async fn a_request_header_sent_byte_by_byte_is_cut_off_at_the_header_timeout() {
-    let server = Server::start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
+    let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
     let mut slow = TcpStream::connect(http_addr(&server)).await.unwrap();
     slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
         .await
@@ -120,7 +120,7 @@ async fn a_request_header_sent_byte_by_byte_is_cut_off_at_the_header_timeout() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
-    let server = Server::start_with("httpHeaderReadTimeoutSeconds=60\nhttpIdleTimeoutSeconds=1");
+    let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=60\nhttpIdleTimeoutSeconds=1");
     let mut kept = TcpStream::connect(http_addr(&server)).await.unwrap();
     kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
@@ -162,7 +162,7 @@ async fn open_http_connections(server: &Server, count: usize) -> (Vec<TcpStream>
 
 #[tokio::test]
 async fn http_connections_beyond_the_cap_are_closed_at_once() {
-    let server = Server::start_with("httpMaxConnections=5\nhttpIdleTimeoutSeconds=60");
+    let server = MQNAMESRV.start_with("httpMaxConnections=5\nhttpIdleTimeoutSeconds=60");
     let (streams, open) = open_http_connections(&server, 20).await;
     assert_eq!(open, 5, "five connections held, the other fifteen closed");
     drop(streams);
@@ -172,8 +172,11 @@ async fn http_connections_beyond_the_cap_are_closed_at_once() {
 
 #[tokio::test]
 async fn more_http_connections_than_descriptors_allow_leave_routes_served() {
-    let server = Server::start_with("httpIdleTimeoutSeconds=60\nhttpHeaderReadTimeoutSeconds=60");
-    let limited = Command::new("prlimit")
+    let Some(prlimit) = needs(on_path(&["prlimit"]), "prlimit (util-linux)") else {
+        return;
+    };
+    let server = MQNAMESRV.start_with("httpIdleTimeoutSeconds=60\nhttpHeaderReadTimeoutSeconds=60");
+    let limited = Command::new(&prlimit)
         .args(["--pid", &server.pid().to_string(), "--nofile=128:128"])
         .status()
         .expect("prlimit (util-linux) is needed for this test");
@@ -243,7 +246,7 @@ async fn all_broker_rows(server: &Server) -> (Vec<(String, usize)>, Vec<usize>, 
 
 #[tokio::test]
 async fn the_status_page_counts_topics_per_broker_pages_its_rows_and_follows_changes() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let big_topics: Vec<String> = (0..3000).map(|i| format!("Big{i}")).collect();
     let mut topics: Vec<(&str, i32)> = big_topics.iter().map(|t| (t.as_str(), 6)).collect();
@@ -300,7 +303,7 @@ async fn the_status_page_counts_topics_per_broker_pages_its_rows_and_follows_cha
 
 #[tokio::test]
 async fn the_kv_section_of_the_status_page_is_bounded() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     for i in 0..230 {
         call(&client, put_kv_request("ns", &format!("k{i:03}"), "v")).await;
@@ -310,31 +313,17 @@ async fn the_kv_section_of_the_status_page_is_bounded() {
     assert!(page.contains("30 more KV entries not shown"), "{page}");
 }
 
-/// A Python interpreter that has the `prometheus_client` module.
-fn python_with_prometheus_client() -> &'static str {
-    ["python3", "/usr/bin/python3"]
-        .into_iter()
-        .find(|python| {
-            Command::new(python)
-                .args(["-c", "import prometheus_client"])
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
-        .expect(
-            "python3 with the prometheus_client module is needed for this test \
-             (Debian package: python3-prometheus-client)",
-        )
-}
-
 /// Parses an OpenMetrics exposition with the reference Python parser; every sample as
 /// (name, labels, value).
-fn parse_openmetrics(text: &str) -> Vec<(String, serde_json::Map<String, serde_json::Value>, f64)> {
+fn parse_openmetrics(
+    python: &str,
+    text: &str,
+) -> Vec<(String, serde_json::Map<String, serde_json::Value>, f64)> {
     const SCRIPT: &str = "import sys, json\n\
 from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
 samples = [[s.name, s.labels, s.value] for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]\n\
 print(json.dumps(samples))\n";
-    let mut child = Command::new(python_with_prometheus_client())
+    let mut child = Command::new(python)
         .args(["-c", SCRIPT])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -373,7 +362,13 @@ print(json.dumps(samples))\n";
 
 #[tokio::test]
 async fn hostile_cluster_names_come_back_from_metrics_as_label_values() {
-    let server = Server::start();
+    let Some(python) = needs(
+        python_with_prometheus_client(),
+        "python3 with the prometheus_client module (Debian package: python3-prometheus-client)",
+    ) else {
+        return;
+    };
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let hostile = [
         "prod\"} 0\nnamesrv_brokers_alive{cluster=\"injected",
@@ -386,7 +381,7 @@ async fn hostile_cluster_names_come_back_from_metrics_as_label_values() {
             .await;
         assert_eq!(reply.code, response::SUCCESS);
     }
-    let samples = parse_openmetrics(&get(&server, "/metrics").await);
+    let samples = parse_openmetrics(python, &get(&server, "/metrics").await);
     let mut alive: Vec<(String, f64)> = samples
         .iter()
         .filter(|(name, _, _)| name == "namesrv_brokers_alive")
@@ -409,7 +404,7 @@ async fn hostile_cluster_names_come_back_from_metrics_as_label_values() {
 
 #[tokio::test]
 async fn arbitrary_request_codes_during_a_graceful_shutdown_count_as_other() {
-    let server = Server::start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=30");
+    let server = MQNAMESRV.start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=30");
     let client = server.client().await;
     Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])
@@ -460,7 +455,7 @@ async fn nsaddr_for_host(server: &Server, host: &str) -> String {
 
 #[tokio::test]
 async fn nsaddr_never_echoes_a_host_header_that_is_not_a_host() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let bound = format!("127.0.0.1:{port}");
     let long = "a".repeat(300);

@@ -1,15 +1,15 @@
 //! Warm restart from the route snapshot, and the HTTP port: probes, metrics, address list and
 //! the status page; repeated registrations as the metrics show them.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const SNAPSHOT_SETTLE: Duration = Duration::from_millis(1600);
 
@@ -36,7 +36,7 @@ async fn get(base: &str, path: &str) -> (u16, String) {
 
 #[tokio::test]
 async fn routes_survive_kill_and_dead_brokers_still_expire() {
-    let mut server = Server::start();
+    let mut server = MQNAMESRV.start();
     let client = server.client().await;
     let stays = Broker::new("c", "stays", 0, "127.0.0.1:10911");
     let dies = Broker::new("c", "dies", 0, "127.0.0.1:10921");
@@ -50,7 +50,7 @@ async fn routes_survive_kill_and_dead_brokers_still_expire() {
     tokio::time::sleep(SNAPSHOT_SETTLE).await;
     server.kill();
 
-    let restarted = Server::start_in(&server.home, "");
+    let restarted = MQNAMESRV.start_in(&server.home, "");
     let client = restarted.client().await;
     let kept = call(&client, route_request("Kept", 479)).await;
     assert_eq!(
@@ -69,13 +69,13 @@ async fn routes_survive_kill_and_dead_brokers_still_expire() {
 
 #[tokio::test]
 async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
-    let mut server = Server::start();
+    let mut server = MQNAMESRV.start();
     let client = server.client().await;
     Broker::new("c", "b", 0, "127.0.0.1:10911")
         .register(&client, &BASE_TOPICS, 1)
         .await;
     assert!(server.terminate().success());
-    let restarted = Server::start_in(&server.home, "");
+    let restarted = MQNAMESRV.start_in(&server.home, "");
     let client = restarted.client().await;
     assert_eq!(
         call(&client, route_request("TopicTest", 479)).await.code,
@@ -84,7 +84,7 @@ async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
     drop(client);
     drop(restarted);
 
-    let without = Server::start_in(&server.home, "routeSnapshotEnable=false");
+    let without = MQNAMESRV.start_in(&server.home, "routeSnapshotEnable=false");
     let client = without.client().await;
     assert_eq!(
         call(&client, route_request("TopicTest", 479)).await.code,
@@ -94,7 +94,7 @@ async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
 
 #[tokio::test]
 async fn probes_metrics_and_address_list() {
-    let server = Server::start_with("needWaitForService=true\nwaitSecondsForService=2");
+    let server = MQNAMESRV.start_with("needWaitForService=true\nwaitSecondsForService=2");
     let http = server.http.clone().expect("HTTP port announced");
     assert_eq!(get(&http, "/healthz").await.0, 200);
     assert_eq!(
@@ -133,7 +133,7 @@ async fn probes_metrics_and_address_list() {
 
 #[tokio::test]
 async fn configured_address_list_and_status_page() {
-    let server = Server::start_with("advertisedAddresses=10.0.0.1:9876;10.0.0.2:9876");
+    let server = MQNAMESRV.start_with("advertisedAddresses=10.0.0.1:9876;10.0.0.2:9876");
     let http = server.http.clone().unwrap();
     assert_eq!(
         get(&http, "/rocketmq/nsaddr").await.1,
@@ -173,7 +173,7 @@ async fn configured_address_list_and_status_page() {
 /// decoding, but only while nothing changed since; a topic an admin deleted comes back.
 #[tokio::test]
 async fn repeated_registrations_skip_decoding_but_restore_deleted_topics() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let http = server.http.clone().expect("HTTP port announced");
     let client = server.client().await;
     let broker = Broker::new("c", "b", 0, "127.0.0.1:10911");

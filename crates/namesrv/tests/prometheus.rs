@@ -5,15 +5,13 @@
 //! Needs Debian's `prometheus` and `promtool`; without them the test says so and passes,
 //! unless `NAMESRV_TEST_REQUIRE_ALL` is set.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 use serde_json::Value;
@@ -34,14 +32,7 @@ fn repo_file(path: &str) -> PathBuf {
         .join(path)
 }
 
-fn installed(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Prometheus as a child process, killed when the test ends however it ends.
 struct Prometheus {
@@ -281,12 +272,13 @@ fn check_metrics(scrape: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires() {
-    if !installed("prometheus") || !installed("promtool") {
-        assert!(
-            std::env::var_os("NAMESRV_TEST_REQUIRE_ALL").is_none(),
-            "prometheus and promtool are required (NAMESRV_TEST_REQUIRE_ALL is set)"
-        );
-        eprintln!("SKIPPED: prometheus or promtool not installed (Debian package `prometheus`)");
+    let tools = on_path(&["prometheus"]).zip(on_path(&["promtool"]));
+    if needs(
+        tools,
+        "prometheus and promtool (Debian package `prometheus`)",
+    )
+    .is_none()
+    {
         return;
     }
     let started = Instant::now();
@@ -309,7 +301,7 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
         String::from_utf8_lossy(&checked.stderr)
     );
 
-    let server = Server::start_with("scanNotActiveBrokerInterval=200");
+    let server = MQNAMESRV.start_with("scanNotActiveBrokerInterval=200");
     let metrics_addr = server
         .http
         .as_deref()

@@ -1,19 +1,13 @@
 //! KV, config, topic lists and the generic answers, against the real binary.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::body::{KvTable, TopicList};
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 
-fn kv(code: i32, ns: &str, key: &str) -> RemotingCommand {
-    RemotingCommand::request(code)
-        .with_ext("namespace", ns)
-        .with_ext("key", key)
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 fn topics(resp: &RemotingCommand) -> Vec<String> {
     let mut list = TopicList::decode(resp.body.as_deref().unwrap())
@@ -25,18 +19,18 @@ fn topics(resp: &RemotingCommand) -> Vec<String> {
 
 #[tokio::test]
 async fn kv_round_trip_persists_in_the_java_file_format() {
-    let mut server = Server::start();
+    let mut server = MQNAMESRV.start();
     let client = server.client().await;
     let put = call(
         &client,
-        kv(request::PUT_KV_CONFIG, "ns", "k").with_ext("value", "v1"),
+        kv_request(request::PUT_KV_CONFIG, "ns", "k").with_ext("value", "v1"),
     )
     .await;
     assert_eq!(put.code, response::SUCCESS);
-    let got = call(&client, kv(request::GET_KV_CONFIG, "ns", "k")).await;
+    let got = call(&client, kv_request(request::GET_KV_CONFIG, "ns", "k")).await;
     assert_eq!(got.ext("value"), Some("v1"));
 
-    let miss = call(&client, kv(request::GET_KV_CONFIG, "ns", "nope")).await;
+    let miss = call(&client, kv_request(request::GET_KV_CONFIG, "ns", "nope")).await;
     assert_eq!(miss.code, response::QUERY_NOT_FOUND);
     assert_eq!(
         miss.remark.as_deref(),
@@ -58,7 +52,7 @@ async fn kv_round_trip_persists_in_the_java_file_format() {
     )
     .await;
     assert_eq!(body_text(&list), r#"{"table":{"k":"v1"}}"#);
-    call(&client, kv(request::DELETE_KV_CONFIG, "ns", "k")).await;
+    call(&client, kv_request(request::DELETE_KV_CONFIG, "ns", "k")).await;
     let emptied = call(
         &client,
         RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", "ns"),
@@ -89,7 +83,7 @@ async fn kv_round_trip_persists_in_the_java_file_format() {
 
     call(
         &client,
-        kv(request::PUT_KV_CONFIG, "ORDER_TOPIC_CONFIG", "T").with_ext("value", "a:4"),
+        kv_request(request::PUT_KV_CONFIG, "ORDER_TOPIC_CONFIG", "T").with_ext("value", "a:4"),
     )
     .await;
     let file = server.home.join("namesrv/kvConfig.json");
@@ -99,11 +93,11 @@ async fn kv_round_trip_persists_in_the_java_file_format() {
     );
     server.kill();
     let home = server.home.clone();
-    let restarted = Server::start_in(&home, "");
+    let restarted = MQNAMESRV.start_in(&home, "");
     let client = restarted.client().await;
     let got = call(
         &client,
-        kv(request::GET_KV_CONFIG, "ORDER_TOPIC_CONFIG", "T"),
+        kv_request(request::GET_KV_CONFIG, "ORDER_TOPIC_CONFIG", "T"),
     )
     .await;
     assert_eq!(got.ext("value"), Some("a:4"), "KV survives a kill -9");
@@ -114,16 +108,16 @@ async fn kv_write_failure_is_an_error_not_a_silent_loss() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let server = Server::start_with(&format!("kvConfigPath={}/kv.json", blocker.display()));
+    let server = MQNAMESRV.start_with(&format!("kvConfigPath={}/kv.json", blocker.display()));
     let client = server.client().await;
     let put = call(
         &client,
-        kv(request::PUT_KV_CONFIG, "ns", "k").with_ext("value", "v"),
+        kv_request(request::PUT_KV_CONFIG, "ns", "k").with_ext("value", "v"),
     )
     .await;
     assert_eq!(put.code, response::SYSTEM_ERROR);
     assert!(put.remark.unwrap().contains("cannot write KV file"));
-    let got = call(&client, kv(request::GET_KV_CONFIG, "ns", "k")).await;
+    let got = call(&client, kv_request(request::GET_KV_CONFIG, "ns", "k")).await;
     assert_eq!(
         got.code,
         response::QUERY_NOT_FOUND,
@@ -133,7 +127,7 @@ async fn kv_write_failure_is_an_error_not_a_silent_loss() {
 
 #[tokio::test]
 async fn config_get_update_blacklist_and_persistence() {
-    let server = Server::start_with("customKey=1");
+    let server = MQNAMESRV.start_with("customKey=1");
     let client = server.client().await;
     let get = || RemotingCommand::request(request::GET_NAMESRV_CONFIG);
     let listing = body_text(&call(&client, get()).await);
@@ -199,7 +193,7 @@ async fn config_get_update_blacklist_and_persistence() {
 
 #[tokio::test]
 async fn topic_lists_and_topic_changes() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let a = Broker::new("c1", "a", 0, "127.0.0.1:10911");
     let b = Broker::new("c2", "b", 0, "127.0.0.1:10921");
@@ -295,7 +289,7 @@ async fn topic_lists_and_topic_changes() {
 
 #[tokio::test]
 async fn disabled_topic_list_and_unknown_codes() {
-    let server = Server::start_with("enableAllTopicList=false");
+    let server = MQNAMESRV.start_with("enableAllTopicList=false");
     let client = server.client().await;
     let all = call(
         &client,
@@ -316,11 +310,11 @@ async fn disabled_topic_list_and_unknown_codes() {
 
     // A oneway request is processed but never answered.
     client
-        .send_oneway(kv(request::PUT_KV_CONFIG, "ns", "oneway").with_ext("value", "1"))
+        .send_oneway(kv_request(request::PUT_KV_CONFIG, "ns", "oneway").with_ext("value", "1"))
         .await
         .unwrap();
     eventually("oneway put applied", Duration::from_secs(2), || async {
-        call(&client, kv(request::GET_KV_CONFIG, "ns", "oneway"))
+        call(&client, kv_request(request::GET_KV_CONFIG, "ns", "oneway"))
             .await
             .code
             == response::SUCCESS
@@ -330,7 +324,7 @@ async fn disabled_topic_list_and_unknown_codes() {
 
 #[tokio::test]
 async fn waits_for_brokers_before_serving_routes_when_asked() {
-    let server = Server::start_with("needWaitForService=true\nwaitSecondsForService=30");
+    let server = MQNAMESRV.start_with("needWaitForService=true\nwaitSecondsForService=30");
     let client = server.client().await;
     let resp = call(&client, route_request("T", 479)).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);

@@ -1,15 +1,15 @@
 //! Broker registration rules, route assembly and liveness, against the real binary.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use namesrv_testkit::*;
 use rocketmq_wire::body::{
     ClusterInfo, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper, TopicRouteData,
 };
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
+
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const MASTER: &str = "127.0.0.1:10911";
 const SLAVE: &str = "127.0.0.1:10921";
@@ -25,7 +25,7 @@ async fn route(client: &rocketmq_wire::client::Client, topic: &str) -> Option<To
 
 #[tokio::test]
 async fn route_forms_follow_the_client_version() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("DefaultCluster", "broker-a", 0, "192.168.0.1:10911");
     let slave = Broker::new("DefaultCluster", "broker-a", 1, "192.168.0.2:10911");
@@ -70,7 +70,7 @@ async fn route_forms_follow_the_client_version() {
 
 #[tokio::test]
 async fn slave_learns_its_master_and_never_changes_topics() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("c", "b", 0, MASTER);
     let slave = Broker::new("c", "b", 1, SLAVE);
@@ -107,7 +107,7 @@ async fn slave_learns_its_master_and_never_changes_topics() {
 
 #[tokio::test]
 async fn prime_slave_registers_topics_while_the_master_is_absent() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let slave = Broker::new("c", "b", 1, SLAVE);
     let mut req = slave.register_request(&[("T1", 6), ("T2", 6)], dv(1, 0));
@@ -123,7 +123,7 @@ async fn prime_slave_registers_topics_while_the_master_is_absent() {
 
 #[tokio::test]
 async fn unchanged_version_keeps_perm_changes_new_version_overwrites() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("c", "broker-a", 0, MASTER);
     master.register(&client, &BASE_TOPICS, 1).await;
@@ -182,7 +182,7 @@ async fn unchanged_version_keeps_perm_changes_new_version_overwrites() {
 
 #[tokio::test]
 async fn single_topic_first_registration_is_refused() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("c", "b", 0, MASTER);
     let refused = master.register(&client, &[("Only", 6)], 1).await;
@@ -198,7 +198,7 @@ async fn single_topic_first_registration_is_refused() {
 
 #[tokio::test]
 async fn older_state_version_cannot_take_over_an_id() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let holder = Broker::new("c", "b", 0, MASTER);
     call(&client, holder.register_request(&BASE_TOPICS, dv(1, 5))).await;
@@ -217,7 +217,7 @@ async fn older_state_version_cannot_take_over_an_id() {
 
 #[tokio::test]
 async fn crc_mismatch_registers_nothing() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("c", "b", 0, MASTER);
     let mut req = master.register_request(&BASE_TOPICS, dv(1, 0));
@@ -233,7 +233,7 @@ async fn crc_mismatch_registers_nothing() {
 
 #[tokio::test]
 async fn compressed_and_old_bodies_register() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let mut tc = TopicConfig::new("Unit", 8, 6);
     tc.topic_sys_flag = 1;
@@ -287,7 +287,7 @@ async fn compressed_and_old_bodies_register() {
 
 #[tokio::test]
 async fn register_answers_order_config_and_routes_carry_it_when_enabled() {
-    let server = Server::start_with("orderMessageEnable=true");
+    let server = MQNAMESRV.start_with("orderMessageEnable=true");
     let client = server.client().await;
     let master = Broker::new("c", "broker-a", 0, MASTER);
     let plain = master.register(&client, &BASE_TOPICS, 1).await;
@@ -312,7 +312,7 @@ async fn register_answers_order_config_and_routes_carry_it_when_enabled() {
 
 #[tokio::test]
 async fn unregistration_is_per_address_and_topics_vanish_with_their_last_group() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let a0 = Broker::new("c", "a", 0, MASTER);
     let a1 = Broker::new("c", "a", 1, SLAVE);
@@ -364,7 +364,7 @@ async fn unregistration_is_per_address_and_topics_vanish_with_their_last_group()
 
 #[tokio::test]
 async fn closing_the_registering_connection_removes_the_broker_at_once() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let observer = server.client().await;
     let broker_conn = server.client().await;
     let other_conn = server.client().await;
@@ -401,7 +401,7 @@ async fn closing_the_registering_connection_removes_the_broker_at_once() {
 
 #[tokio::test]
 async fn silent_brokers_expire_by_their_own_timeout_and_heartbeats_keep_them() {
-    let server = Server::start_with("scanNotActiveBrokerInterval=200");
+    let server = MQNAMESRV.start_with("scanNotActiveBrokerInterval=200");
     let observer = server.client().await;
     let quiet_conn = server.client().await;
     let chatty_conn = server.client().await;
@@ -445,7 +445,7 @@ async fn silent_brokers_expire_by_their_own_timeout_and_heartbeats_keep_them() {
 
 #[tokio::test]
 async fn query_data_version_reports_changes_and_refreshes() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("c", "b", 0, MASTER);
     let query = |v: DataVersion| {
@@ -472,7 +472,7 @@ async fn query_data_version_reports_changes_and_refreshes() {
 
 #[tokio::test]
 async fn member_group_and_zone_filter() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let a = Broker::new("c", "a", 0, MASTER);
     let b = Broker::new("c", "b", 0, SLAVE);
@@ -524,7 +524,7 @@ async fn member_group_and_zone_filter() {
 
 #[tokio::test]
 async fn acting_master_wipes_write_and_promotes_the_lowest_slave() {
-    let server = Server::start_with("supportActingMaster=true");
+    let server = MQNAMESRV.start_with("supportActingMaster=true");
     let client = server.client().await;
     let acting = |b: &Broker| {
         let mut req = b.register_request(&BASE_TOPICS, dv(1, 0));
@@ -559,7 +559,7 @@ async fn acting_master_wipes_write_and_promotes_the_lowest_slave() {
 
 #[tokio::test]
 async fn full_registration_prunes_topics_when_configured() {
-    let server = Server::start_with("deleteTopicWithBrokerRegistration=true");
+    let server = MQNAMESRV.start_with("deleteTopicWithBrokerRegistration=true");
     let client = server.client().await;
     let master = Broker::new("c", "b", 0, MASTER);
     master
@@ -575,7 +575,7 @@ async fn full_registration_prunes_topics_when_configured() {
 
 #[tokio::test]
 async fn min_broker_id_change_is_notified_to_the_other_members() {
-    let server = Server::start_with("notifyMinBrokerIdChanged=true");
+    let server = MQNAMESRV.start_with("notifyMinBrokerIdChanged=true");
     let client = server.client().await;
     let slave_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let slave_addr = slave_listener.local_addr().unwrap().to_string();
@@ -610,7 +610,7 @@ async fn min_broker_id_change_is_notified_to_the_other_members() {
 /// answer, including a known broker group joining a second cluster.
 #[tokio::test]
 async fn cluster_info_follows_every_change() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let info = || async {
         let resp = call(

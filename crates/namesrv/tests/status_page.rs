@@ -1,29 +1,16 @@
 //! The status page as a person sees it: rendered by headless Chromium against a running server
 //! with registered brokers. The screenshot is kept under the target directory.
 
-mod common;
-
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use namesrv_testkit::*;
 
-fn chromium() -> PathBuf {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            std::env::var_os("PATH")?
-                .to_str()?
-                .split(':')
-                .map(|dir| PathBuf::from(dir).join(name))
-                .find(|p| p.exists())
-        })
-        .expect("headless Chromium is needed for this test (Debian package: chromium)")
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
-fn headless(args: &[&str]) -> String {
+fn headless(chromium: &Path, args: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(chromium())
+    let out = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -44,7 +31,13 @@ fn headless(args: &[&str]) -> String {
 
 #[tokio::test]
 async fn chromium_shows_clusters_brokers_routes_and_kv() {
-    let server = Server::start();
+    let Some(chromium) = needs(
+        on_path(&["chromium", "chromium-browser", "google-chrome"]),
+        "headless Chromium (Debian package: chromium)",
+    ) else {
+        return;
+    };
+    let server = MQNAMESRV.start();
     let client = server.client().await;
     let master = Broker::new("ProdCluster", "broker-a", 0, "127.0.0.1:10911");
     let slave = Broker::new("ProdCluster", "broker-a", 1, "127.0.0.1:10921");
@@ -60,7 +53,7 @@ async fn chromium_shows_clusters_brokers_routes_and_kv() {
     .await;
     let url = format!("{}/?topic=OrderTopic", server.http.as_ref().unwrap());
 
-    let dom = headless(&["--dump-dom", &url]);
+    let dom = headless(&chromium, &["--dump-dom", &url]);
     for expected in [
         "ProdCluster",
         "broker-a",
@@ -79,11 +72,14 @@ async fn chromium_shows_clusters_brokers_routes_and_kv() {
     assert_eq!(dom.matches("master").count(), 2, "two masters listed");
 
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
-    headless(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1280,900",
-        &url,
-    ]);
+    headless(
+        &chromium,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,900",
+            &url,
+        ],
+    );
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 10_000,

@@ -1,73 +1,18 @@
 //! TLS on the remoting port: the three modes, certificates from files, and reload.
 
-mod common;
-
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
-use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::RemotingCommand;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
+use namesrv_testkit::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
-/// Writes a fresh self-signed certificate and key for "localhost"; returns the certificate.
-fn write_cert(dir: &Path) -> CertificateDer<'static> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    std::fs::write(dir.join("server.pem"), cert.cert.pem()).unwrap();
-    std::fs::write(dir.join("server.key"), cert.key_pair.serialize_pem()).unwrap();
-    cert.cert.der().clone()
-}
-
-fn tls_props(dir: &Path, mode: &str) -> String {
-    format!(
-        "tls.server.mode={mode}\ntls.server.certPath={}\ntls.server.keyPath={}",
-        dir.join("server.pem").display(),
-        dir.join("server.key").display()
-    )
-}
-
-async fn tls_client(addr: &str, trusted: &CertificateDer<'static>) -> std::io::Result<Client> {
-    let mut roots = RootCertStore::empty();
-    roots.add(trusted.clone()).unwrap();
-    let config =
-        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await?;
-    let stream = TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await?;
-    Ok(Client::from_io(stream))
-}
-
-async fn served(client: &Client) -> bool {
-    matches!(
-        call_result(client, RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO)).await,
-        Ok(r) if r.code == response::SUCCESS
-    )
-}
-
-/// Whether a plaintext request is answered (false: the server closed the connection).
-async fn plaintext_served(addr: &str) -> bool {
-    match Client::connect(addr).await {
-        Ok(c) => served(&c).await,
-        Err(_) => false,
-    }
-}
+const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 #[tokio::test]
 async fn permissive_serves_both_and_reloads_changed_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let first = write_cert(dir.path());
-    let server = Server::start_with(&tls_props(dir.path(), "permissive"));
+    let server = MQNAMESRV.start_with(&tls_props(dir.path(), "permissive"));
     assert!(plaintext_served(&server.addr).await);
     let client = tls_client(&server.addr, &first).await.unwrap();
     assert!(served(&client).await);
@@ -95,7 +40,7 @@ async fn permissive_serves_both_and_reloads_changed_certificates() {
 async fn enforcing_closes_plaintext() {
     let dir = tempfile::tempdir().unwrap();
     let cert = write_cert(dir.path());
-    let server = Server::start_with(&tls_props(dir.path(), "enforcing"));
+    let server = MQNAMESRV.start_with(&tls_props(dir.path(), "enforcing"));
     assert!(!plaintext_served(&server.addr).await);
     assert!(served(&tls_client(&server.addr, &cert).await.unwrap()).await);
 }
@@ -104,14 +49,14 @@ async fn enforcing_closes_plaintext() {
 async fn disabled_closes_tls_attempts() {
     let dir = tempfile::tempdir().unwrap();
     let cert = write_cert(dir.path());
-    let server = Server::start_with(&tls_props(dir.path(), "disabled"));
+    let server = MQNAMESRV.start_with(&tls_props(dir.path(), "disabled"));
     assert!(plaintext_served(&server.addr).await);
     assert!(tls_client(&server.addr, &cert).await.is_err());
 }
 
 #[tokio::test]
 async fn default_mode_accepts_tls_with_a_self_signed_certificate() {
-    let server = Server::start();
+    let server = MQNAMESRV.start();
     let mut tcp = TcpStream::connect(&server.addr).await.unwrap();
     // A TLS 1.2 ClientHello record header is enough to see the server answer with a handshake.
     let hello = hex_client_hello();

@@ -2,6 +2,7 @@
 //! commands through both header forms.
 
 use bytes::BytesMut;
+use namesrv_testkit::frame;
 use proptest::prelude::*;
 use rocketmq_wire::codes::LanguageCode;
 use rocketmq_wire::frame::{decode_payload, encode_frame, RemotingCodec};
@@ -25,8 +26,7 @@ fn route_request() -> RemotingCommand {
 fn binary_header_matches_the_reference_sample() {
     let mut cmd = route_request();
     cmd.ser_type = SerializeType::RocketMq;
-    let mut buf = BytesMut::new();
-    encode_frame(&cmd, &mut buf);
+    let buf = frame(&cmd);
     assert_eq!(&buf[..], &BINARY_SAMPLE[..]);
     let decoded = RemotingCodec::default()
         .decode(&mut BytesMut::from(&BINARY_SAMPLE[..]))
@@ -37,8 +37,7 @@ fn binary_header_matches_the_reference_sample() {
 
 #[test]
 fn json_header_matches_what_the_java_client_sends() {
-    let mut buf = BytesMut::new();
-    encode_frame(&route_request(), &mut buf);
+    let buf = frame(&route_request());
     let expected = r#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":479}"#;
     assert_eq!(&buf[..4], &((4 + expected.len()) as u32).to_be_bytes());
     assert_eq!(&buf[4..8], &(expected.len() as u32).to_be_bytes());

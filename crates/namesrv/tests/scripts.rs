@@ -1,14 +1,15 @@
-//! `bin/mqnamesrv` and `bin/mqshutdown namesrv` start and stop a real server.
+//! `bin/mqnamesrv` and `bin/mqshutdown namesrv` start and stop a real server. (Here, with the
+//! server's tests, because only this package's tests are handed the server binary's path.)
 //!
 //! Both scripts get MQNAMESRV_BIN pointing at a private link to the server binary, so that
 //! mqshutdown stops only the server this test started, not other servers on the machine.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::*;
+use namesrv_testkit::*;
+
+const MQNAMESRV_BIN: &str = env!("CARGO_BIN_EXE_mqnamesrv");
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,24 +18,20 @@ fn script(name: &str) -> PathBuf {
 }
 
 fn mqshutdown(bin: &Path, args: &[&str]) -> Run {
-    let out = Command::new(script("mqshutdown"))
+    Command::new(script("mqshutdown"))
         .args(args)
         .env("MQNAMESRV_BIN", bin)
         .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+        .unwrap()
+        .into()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_in_the_foreground_and_shut_down_with_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("mqnamesrv");
-    if std::fs::hard_link(mqnamesrv(), &bin).is_err() {
-        std::fs::copy(mqnamesrv(), &bin).unwrap();
+    if std::fs::hard_link(MQNAMESRV_BIN, &bin).is_err() {
+        std::fs::copy(MQNAMESRV_BIN, &bin).unwrap();
     }
     let config = write_config(dir.path(), "");
     let mut server = Command::new(script("mqnamesrv"))
@@ -48,8 +45,10 @@ async fn start_in_the_foreground_and_shut_down_with_sigterm() {
         .spawn()
         .unwrap();
     let addr = boot_address(&mut server);
-    let clusters = nsadmin(&["-n", &addr, "clusterList"]).await;
-    assert_eq!(clusters.code, 0, "{}", clusters.stderr);
+    let client = rocketmq_wire::client::Client::connect(addr.as_str())
+        .await
+        .unwrap();
+    cluster_info(&client).await;
 
     // The script execs the server, so the process it started is the server.
     let pid = server.id();

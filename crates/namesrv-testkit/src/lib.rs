@@ -1,0 +1,22 @@
+//! What the tests of every crate in this workspace share, so that there is one way to start a
+//! server and one copy of each request, frame and probe.
+//!
+//! Servers are real and talk TCP on loopback. [`Server::start`] runs one in this process on its
+//! own runtime thread, which is enough to test clients and tools against it. Tests that kill,
+//! signal, crash or measure the server need it as a separate process: they start it from a
+//! binary path with [`Launch::binary`]; only the package that builds `mqnamesrv` can name that
+//! path, so Cargo is never run from a test.
+
+mod broker;
+mod frames;
+mod probes;
+mod server;
+mod tls;
+mod tools;
+
+pub use broker::*;
+pub use frames::*;
+pub use probes::*;
+pub use server::*;
+pub use tls::*;
+pub use tools::*;

@@ -1,0 +1,302 @@
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use namesrv::config::Settings;
+use rocketmq_wire::client::{Client, ClientError};
+use rocketmq_wire::RemotingCommand;
+use tempfile::TempDir;
+
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a test server runs: in this process, or as a process of the binary at a path.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch {
+    binary: Option<&'static str>,
+}
+
+impl Launch {
+    pub const IN_PROCESS: Launch = Launch { binary: None };
+
+    /// The `mqnamesrv` at `path`; its own package's tests pass `env!("CARGO_BIN_EXE_mqnamesrv")`.
+    pub const fn binary(path: &'static str) -> Self {
+        Launch { binary: Some(path) }
+    }
+
+    pub fn start(self) -> Server {
+        self.start_with("")
+    }
+
+    /// Starts with extra properties appended to the config file.
+    pub fn start_with(self, props: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_path_buf();
+        let mut server = self.start_in(&home, props);
+        server._dir = Some(dir);
+        server
+    }
+
+    /// Starts in an existing home directory (to test what survives a restart).
+    pub fn start_in(self, home: &Path, props: &str) -> Server {
+        write_config(home, props);
+        self.resume_in(home)
+    }
+
+    /// Starts in an existing home directory with the config file as the last server left it
+    /// (to test what it persisted).
+    pub fn resume_in(self, home: &Path) -> Server {
+        let config = home.join("namesrv.conf");
+        match self.binary {
+            Some(binary) => spawn_binary(Path::new(binary), home, config),
+            None => run_in_process(home, config),
+        }
+    }
+}
+
+/// A config file for a server on free loopback ports, plus `props`.
+pub fn write_config(home: &Path, props: &str) -> PathBuf {
+    let config = home.join("namesrv.conf");
+    // Both ports free ones: parallel tests would collide on the fixed defaults.
+    std::fs::write(
+        &config,
+        format!("listenPort=0\nbindAddress=127.0.0.1\nhttpPort=0\n{props}\n"),
+    )
+    .unwrap();
+    config
+}
+
+/// Reads a starting server's stdout until its boot line; returns the remoting address and the
+/// HTTP port's base URL if it announced one.
+pub fn boot_lines(child: &mut Child) -> (String, Option<String>) {
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut http = None;
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("mqnamesrv exited before booting")
+            .unwrap();
+        if let Some(url) = line.split("HTTP port: ").nth(1) {
+            http = Some(url.trim().to_string());
+        }
+        if let Some(rest) = line.split("boot success").nth(1) {
+            break rest.rsplit(' ').next().unwrap().to_string();
+        }
+    };
+    // Keep draining so that the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (addr, http)
+}
+
+/// Reads a starting server's stdout until its boot line and returns the address it names.
+pub fn boot_address(child: &mut Child) -> String {
+    boot_lines(child).0
+}
+
+enum Running {
+    Process(Child),
+    InProcess {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        stopped: mpsc::Receiver<()>,
+    },
+}
+
+/// A running server with its own home directory (kept until the server is dropped, unless the
+/// caller gave one).
+pub struct Server {
+    pub addr: String,
+    /// Base URL of the HTTP port, e.g. `http://127.0.0.1:40000`.
+    pub http: Option<String>,
+    pub home: PathBuf,
+    pub config: PathBuf,
+    running: Running,
+    _dir: Option<TempDir>,
+}
+
+fn spawn_binary(binary: &Path, home: &Path, config: PathBuf) -> Server {
+    let mut child = Command::new(binary)
+        .arg("-c")
+        .arg(&config)
+        .env("HOME", home)
+        .env_remove("ROCKETMQ_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+    let (addr, http) = boot_lines(&mut child);
+    Server {
+        addr,
+        http,
+        home: home.to_path_buf(),
+        config,
+        running: Running::Process(child),
+        _dir: None,
+    }
+}
+
+fn run_in_process(home: &Path, config: PathBuf) -> Server {
+    let mut settings = Settings::defaults(home, None);
+    settings.load_file(&config).unwrap();
+    let (ready_tx, ready) = mpsc::channel();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stopped_tx, stopped) = mpsc::channel();
+    // Its own runtime, so that the server keeps serving whatever the test's runtime is doing
+    // (blocking on a child process, for one).
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let on_ready = ready_tx.clone();
+        let result = runtime.block_on(namesrv::run(
+            settings,
+            move |endpoints| {
+                let _ = on_ready.send(Ok(endpoints));
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+            std::future::pending(),
+        ));
+        if let Err(e) = result {
+            let _ = ready_tx.send(Err(format!("{e:#}")));
+        }
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        let _ = stopped_tx.send(());
+    });
+    let endpoints = ready
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the in-process server did not start in time")
+        .unwrap_or_else(|e| panic!("the in-process server failed: {e}"));
+    Server {
+        addr: endpoints.remoting.to_string(),
+        http: endpoints.http.map(|h| format!("http://{h}")),
+        home: home.to_path_buf(),
+        config,
+        running: Running::InProcess {
+            stop: Some(stop),
+            stopped,
+        },
+        _dir: None,
+    }
+}
+
+impl Server {
+    /// Starts a server in this process.
+    pub fn start() -> Self {
+        Launch::IN_PROCESS.start()
+    }
+
+    /// Starts a server in this process with extra properties in its config file.
+    pub fn start_with(props: &str) -> Self {
+        Launch::IN_PROCESS.start_with(props)
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr.as_str()).await.unwrap()
+    }
+
+    /// Stops the server at once: SIGKILL for a process; an in-process server has no such
+    /// death and gets the quickest shutdown it has.
+    pub fn kill(&mut self) {
+        match &mut self.running {
+            Running::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Running::InProcess { stop, stopped } => {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                    // A server still finishing a request must not hang the test forever.
+                    let _ = stopped.recv_timeout(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    fn child(&self) -> &Child {
+        match &self.running {
+            Running::Process(child) => child,
+            Running::InProcess { .. } => {
+                panic!("only a server started from its binary is a process of its own")
+            }
+        }
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.pid().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        match &mut self.running {
+            Running::Process(child) => child.wait().unwrap(),
+            Running::InProcess { .. } => unreachable!(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child().id()
+    }
+
+    /// A `/proc/PID/status` memory figure of the server process in KiB (`VmRSS`, or `VmHWM` for
+    /// the peak), so that tests can bound what hostile peers make it hold.
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in the server's status"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `host:port;host:port`, as `-n` and NAMESRV_ADDR take them.
+pub fn addrs(servers: &[&Server]) -> String {
+    servers
+        .iter()
+        .map(|s| s.addr.as_str())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+pub async fn call(client: &Client, cmd: RemotingCommand) -> RemotingCommand {
+    client.invoke(cmd, TIMEOUT).await.expect("request failed")
+}
+
+pub async fn call_result(
+    client: &Client,
+    cmd: RemotingCommand,
+) -> Result<RemotingCommand, ClientError> {
+    client.invoke(cmd, TIMEOUT).await
+}
+
+pub fn body_text(resp: &RemotingCommand) -> String {
+    String::from_utf8(resp.body.as_deref().unwrap_or_default().to_vec()).unwrap()
+}
+
+/// Polls `check` until it holds, for asynchronous effects (unregistration, expiry).
+pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
