@@ -38,6 +38,21 @@ impl Launch {
         server
     }
 
+    /// Starts with authenticated writes on, the `accessKey=secretKey` lines of `credentials` as
+    /// the credentials file (kept in the server's home), and extra properties.
+    pub fn start_authenticated(self, credentials: &str, props: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("credentials.properties");
+        std::fs::write(&creds, credentials).unwrap();
+        let props = format!(
+            "authenticationEnabled=true\nauthCredentialsPath={}\n{props}",
+            creds.display()
+        );
+        let mut server = self.start_in(dir.path(), &props);
+        server._dir = Some(dir);
+        server
+    }
+
     /// Starts in an existing home directory (to test what survives a restart).
     pub fn start_in(self, home: &Path, props: &str) -> Server {
         write_config(home, props);

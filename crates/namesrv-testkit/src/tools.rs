@@ -32,6 +32,24 @@ pub fn needs<T>(found: Option<T>, what: &str) -> Option<T> {
 }
 
 /// The first of `names` found in a directory of PATH.
+/// Runs `command` with `input` on its standard input and collects what it printed.
+pub fn pipe(command: &mut std::process::Command, input: &str) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 pub fn on_path(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     names.iter().find_map(|name| {

@@ -12,13 +12,7 @@ const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 #[tokio::test]
 async fn writes_need_a_valid_signature_and_reads_stay_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let creds = dir.path().join("credentials.properties");
-    std::fs::write(&creds, "admin=secret-1\n").unwrap();
-    let server = MQNAMESRV.start_with(&format!(
-        "authenticationEnabled=true\nauthCredentialsPath={}",
-        creds.display()
-    ));
+    let server = MQNAMESRV.start_authenticated("admin=secret-1\n", "");
     let client = server.client().await;
 
     let unsigned = call(&client, put_kv_request("ns", "a", "v")).await;
@@ -98,6 +92,8 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
         );
     }
 
+    // The credentials file is reloaded when it changes.
+    let creds = server.home.join("credentials.properties");
     std::fs::write(&creds, "admin=secret-1\nops=secret-2\n").unwrap();
     eventually("new credentials loaded", Duration::from_secs(8), || async {
         call(
@@ -119,13 +115,8 @@ fn listed(info: &rocketmq_wire::body::ClusterInfo, name: &str) -> bool {
 /// heartbeats; only signed ones count. Both are answered alike.
 #[tokio::test]
 async fn only_signed_heartbeats_keep_a_broker_alive_when_authentication_is_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let creds = dir.path().join("credentials.properties");
-    std::fs::write(&creds, "broker=secret-b\n").unwrap();
-    let server = MQNAMESRV.start_with(&format!(
-        "authenticationEnabled=true\nauthCredentialsPath={}\nscanNotActiveBrokerInterval=200",
-        creds.display()
-    ));
+    let server =
+        MQNAMESRV.start_authenticated("broker=secret-b\n", "scanNotActiveBrokerInterval=200");
     let client = server.client().await;
     let silent = Broker::new("AuthCluster", "impersonated", 0, "10.4.4.1:10911");
     let signed = Broker::new("AuthCluster", "signing", 0, "10.4.4.2:10911");

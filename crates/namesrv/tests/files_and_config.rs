@@ -264,13 +264,7 @@ async fn custom_keys_with_escaped_characters_survive_an_update_and_a_restart() {
 
 #[tokio::test]
 async fn an_unknown_access_key_and_a_wrong_secret_get_the_same_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let creds = dir.path().join("credentials.properties");
-    std::fs::write(&creds, "admin=secret-1\n").unwrap();
-    let server = MQNAMESRV.start_with(&format!(
-        "authenticationEnabled=true\nauthCredentialsPath={}",
-        creds.display()
-    ));
+    let server = MQNAMESRV.start_authenticated("admin=secret-1\n", "");
     let client = server.client().await;
     let unknown = call(
         &client,

@@ -3,7 +3,7 @@
 //! that try to forge metric series, arbitrary request codes during a graceful shutdown, and
 //! Host headers that are not hosts.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use namesrv_testkit::*;
@@ -323,23 +323,7 @@ fn parse_openmetrics(
 from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
 samples = [[s.name, s.labels, s.value] for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]\n\
 print(json.dumps(samples))\n";
-    let mut child = Command::new(python)
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = pipe(Command::new(python).args(["-c", SCRIPT]), text);
     assert!(
         out.status.success(),
         "the OpenMetrics parser rejects the exposition: {}\n{text}",

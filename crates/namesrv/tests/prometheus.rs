@@ -230,23 +230,7 @@ fn rule_names_in(text: &str) -> Vec<String> {
 /// OpenMetrics `# HELP x` of a counter as belonging to `x`, not to its sample `x_total`. Those
 /// reports are the only ones tolerated, and only for counters whose help is there.
 fn check_metrics(scrape: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(scrape.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = pipe(Command::new("promtool").args(["check", "metrics"]), scrape);
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -1,5 +1,6 @@
-//! The registration rules and the change log, case by case, on the registry alone; and the
-//! route cache checked against freshly built routes after any sequence of changes.
+//! The registration rules and the change log, case by case, on the registry alone; and after
+//! any sequence of changes, the route cache checked against freshly built routes and every
+//! routable broker checked to be alive (so that it expires when it goes silent).
 
 use std::collections::BTreeSet;
 
@@ -13,6 +14,7 @@ const SLAVE: &str = "10.0.0.2:10911";
 
 /// A registration as a broker sends it; topics are (name, queues, perm).
 struct Reg {
+    cluster: &'static str,
     name: &'static str,
     id: i64,
     addr: &'static str,
@@ -25,6 +27,7 @@ struct Reg {
 
 fn reg(name: &'static str, id: i64, addr: &'static str, topics: &[(&'static str, i32)]) -> Reg {
     Reg {
+        cluster: "c",
         name,
         id,
         addr,
@@ -37,6 +40,11 @@ fn reg(name: &'static str, id: i64, addr: &'static str, topics: &[(&'static str,
 }
 
 impl Reg {
+    fn cluster(mut self, cluster: &'static str) -> Self {
+        self.cluster = cluster;
+        self
+    }
+
     fn version(mut self, counter: i64) -> Self {
         self.counter = counter;
         self
@@ -60,7 +68,7 @@ impl Reg {
     fn build(&self) -> Registration {
         Registration {
             from: Registrant {
-                cluster: "c".into(),
+                cluster: self.cluster.into(),
                 broker_addr: self.addr.into(),
                 broker_name: self.name.into(),
                 broker_id: self.id,
@@ -360,8 +368,99 @@ fn a_repeated_registration_stays_cheap_while_others_change_the_cluster() {
     assert_eq!(queues_of(&r, "t2", "a"), Some((6, 4)));
 }
 
-// ---- the cache against fresh routes ----
+#[test]
+fn refused_first_registrations_change_nothing() {
+    let mut r = Registry::default();
+    for name in ["r0", "r1", "r2"] {
+        let refused = apply(
+            &mut r,
+            &reg(name, 0, MASTER, &[("only", 4)]),
+            RegisterPolicy::default(),
+        );
+        assert_eq!(refused, RegisterOutcome::Refused);
+        assert!(r.take_changes().is_empty());
+    }
+    assert_eq!(
+        r.groups().count() + r.clusters().count() + r.live_entries().count(),
+        0
+    );
+}
 
+#[test]
+fn an_address_in_two_groups_leaves_both_when_its_connection_closes() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    apply(
+        &mut r,
+        &reg("old-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    apply(
+        &mut r,
+        &reg("new-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    let keys = r.registered_on(1);
+    let departures = r.departures(&keys);
+    let names: BTreeSet<&str> = departures.iter().map(|d| d.broker_name.as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["new-name", "old-name"]));
+    r.unregister(&departures, false);
+    assert_eq!(r.groups().count(), 0, "no group keeps the address");
+    assert_eq!(r.live_entries().count(), 0);
+    assert!(r.route("t1", false).is_none());
+}
+
+#[test]
+fn unregistering_one_group_keeps_the_address_alive_for_the_other() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    apply(
+        &mut r,
+        &reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    apply(
+        &mut r,
+        &reg("b", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    r.unregister(
+        &[Unregistration {
+            cluster: "c".into(),
+            broker_addr: MASTER.into(),
+            broker_name: "a".into(),
+            broker_id: 0,
+        }],
+        false,
+    );
+    assert!(
+        r.live("c", MASTER).is_some(),
+        "group b still lists the address"
+    );
+    r.members_are_alive().unwrap();
+}
+
+#[test]
+fn snapshot_members_without_a_live_entry_are_dropped() {
+    let mut r = Registry::default();
+    apply(
+        &mut r,
+        &reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        RegisterPolicy::default(),
+    );
+    // A snapshot whose group lists a second address that has no live entry.
+    let mut group = r.group("a").unwrap().clone();
+    group.broker_addrs.insert(1, SLAVE.into());
+    r.restore_group(group);
+    assert!(r.drop_members_without_live());
+    r.members_are_alive().unwrap();
+    assert_eq!(r.group("a").unwrap().broker_addrs.len(), 1);
+    assert!(!r.drop_members_without_live());
+}
+
+// ---- after any sequence ----
+
+const CLUSTERS: [&str; 2] = ["c0", "c1"];
 const TOPICS: [&str; 5] = ["t0", "t1", "t2", "t3", "t4"];
 const GROUPS: [&str; 3] = ["g0", "g1", "g2"];
 const ADDRS: [&str; 4] = [
@@ -374,6 +473,7 @@ const ADDRS: [&str; 4] = [
 #[derive(Clone, Debug)]
 enum Step {
     Register {
+        cluster: usize,
         group: usize,
         id: i64,
         addr: usize,
@@ -382,6 +482,7 @@ enum Step {
         conn: ConnId,
     },
     Unregister {
+        cluster: usize,
         group: usize,
         id: i64,
         addr: usize,
@@ -397,9 +498,9 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (0..3usize, 0..2i64, 0..4usize, prop::collection::vec((0..5usize, 1..4i32), 0..5), 0..3i64, 0..3u64)
-            .prop_map(|(group, id, addr, topics, counter, conn)| Step::Register { group, id, addr, topics, counter, conn }),
-        1 => (0..3usize, 0..2i64, 0..4usize).prop_map(|(group, id, addr)| Step::Unregister { group, id, addr }),
+        4 => ((0..2usize, 0..3usize, 0..3i64, 0..4usize), prop::collection::vec((0..5usize, 1..4i32), 0..5), 0..3i64, 0..3u64)
+            .prop_map(|((cluster, group, id, addr), topics, counter, conn)| Step::Register { cluster, group, id, addr, topics, counter, conn }),
+        1 => (0..2usize, 0..3usize, 0..3i64, 0..4usize).prop_map(|(cluster, group, id, addr)| Step::Unregister { cluster, group, id, addr }),
         1 => (0..3u64).prop_map(Step::Close),
         1 => (0..15_000i64).prop_map(Step::Expire),
         1 => (0..5usize).prop_map(Step::DeleteTopic),
@@ -427,19 +528,22 @@ fn style(standard: bool) -> JsonStyle {
 
 proptest! {
     #[test]
-    fn every_cached_body_equals_a_freshly_built_one(steps in prop::collection::vec(step(), 1..60)) {
+    fn every_cached_body_is_fresh_and_every_routable_broker_alive(steps in prop::collection::vec(step(), 1..60)) {
         let table = RouteTable::default();
         let mut now = 0i64;
         for step in steps {
             match step {
-                Step::Register { group, id, addr, topics, counter, conn } => {
+                Step::Register { cluster, group, id, addr, topics, counter, conn } => {
                     let mut seen = BTreeSet::new();
                     let topics: Vec<(&'static str, i32, i32)> = topics
                         .into_iter()
                         .filter(|(t, _)| seen.insert(*t))
                         .map(|(t, q)| (TOPICS[t], q, 6))
                         .collect();
-                    let mut registration = reg(GROUPS[group], id, ADDRS[addr], &[]).version(counter).build();
+                    let mut registration = reg(GROUPS[group], id, ADDRS[addr], &[])
+                        .cluster(CLUSTERS[cluster])
+                        .version(counter)
+                        .build();
                     registration.body.wrapper.topic_configs =
                         topics.iter().map(|(t, q, p)| TopicConfig::new(t, *q, *p)).collect();
                     registration.from.conn = conn;
@@ -447,9 +551,9 @@ proptest! {
                     registration.timeout_ms = Some(10_000);
                     table.register(registration, RegisterPolicy::default(), 0);
                 }
-                Step::Unregister { group, id, addr } => {
+                Step::Unregister { cluster, group, id, addr } => {
                     table.change(|r| r.unregister(&[Unregistration {
-                        cluster: "c".into(),
+                        cluster: CLUSTERS[cluster].into(),
                         broker_addr: ADDRS[addr].into(),
                         broker_name: GROUPS[group].into(),
                         broker_id: id,
@@ -491,6 +595,8 @@ proptest! {
                     table.route_body(TOPICS[t], style(standard), extras);
                 }
             }
+            let alive = table.read(Registry::members_are_alive);
+            prop_assert!(alive.is_ok(), "{:?}", alive);
             for topic in TOPICS {
                 for standard in [true, false] {
                     let cached = table.route_body(topic, style(standard), extras);
