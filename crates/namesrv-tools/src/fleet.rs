@@ -377,35 +377,41 @@ impl Fleet {
             .map(|g| layout.register_body(g, data_version, args.body))
             .collect();
         let ids: &[i64] = if layout.slaves { &[0, 1] } else { &[0] };
-        let mut members = Vec::with_capacity(layout.members());
-        for broker in 0..layout.brokers {
-            for &id in ids {
-                let client = Client::connect(addr)
-                    .await
-                    .with_context(|| format!("connecting broker {broker} to {addr}"))?;
-                members.push(Arc::new(Member::new(broker, id, client)));
-            }
-        }
+        let form = args.body;
+        let started = Instant::now();
+        // Each broker connects when it registers, as a real broker does: a connection opened long
+        // before its first request looks like a silent one to a server that bounds those.
+        let who: Vec<(usize, i64)> = (0..layout.brokers)
+            .flat_map(|b| ids.iter().map(move |&id| (b, id)))
+            .collect();
+        let joined: Vec<(Arc<Member>, Duration)> =
+            stream::iter(who.into_iter().map(|(broker, id)| {
+                let body = bodies[layout.group_of(broker)].clone();
+                async move {
+                    let client = Client::connect(addr)
+                        .await
+                        .with_context(|| format!("connecting broker {broker} to {addr}"))?;
+                    let member = Arc::new(Member::new(broker, id, client));
+                    let took = member.register(&body, form).await.with_context(|| {
+                        format!("registering {} id {id}", Layout::broker_name(broker))
+                    })?;
+                    anyhow::Ok((member, took))
+                }
+            }))
+            .buffer_unordered(args.register_concurrency.max(1))
+            .try_collect()
+            .await?;
+        let (mut members, latencies): (Vec<Arc<Member>>, Vec<Duration>) =
+            joined.into_iter().unzip();
+        members.sort_by_key(|m| (m.broker, m.id));
         let tables = (0..layout.groups()).map(|g| layout.table(g)).collect();
         let fleet = Fleet {
-            form: args.body,
+            form,
             members,
             bodies,
             tables,
             layout,
         };
-        let started = Instant::now();
-        let latencies: Vec<Duration> = stream::iter(fleet.members.iter().map(|m| {
-            let body = fleet.body_of(m);
-            async move {
-                m.register(&body, fleet.form).await.with_context(|| {
-                    format!("registering {} id {}", Layout::broker_name(m.broker), m.id)
-                })
-            }
-        }))
-        .buffer_unordered(args.register_concurrency.max(1))
-        .try_collect()
-        .await?;
         let mut latency = Latency::default();
         latencies.iter().for_each(|d| latency.record(*d));
         let report = RegistrationReport {

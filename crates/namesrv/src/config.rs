@@ -122,7 +122,7 @@ server_config! { defaults(home, rocketmq_home) {
     "serverOnewaySemaphoreValue" => server_oneway_semaphore_value: i32 = 256;
     "serverAsyncSemaphoreValue" => server_async_semaphore_value: i32 = 64;
     "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = 120;
-    "serverFirstFrameTimeoutSeconds" => server_first_frame_timeout_seconds: i32 = 10;
+    "serverFirstFrameTimeoutSeconds" => server_first_frame_timeout_seconds: i32 = 30;
     "serverMaxConnections" => server_max_connections: i64 = 0;
     "serverMaxConnectionsPerAddress" => server_max_connections_per_address: i64 = 0;
     "serverSocketSndBufSize" => server_socket_snd_buf_size: i32 = 0;

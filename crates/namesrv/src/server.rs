@@ -343,12 +343,29 @@ async fn serve_frames<R, W>(
                             warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
                             return;
                         }
-                        Some(Ok(Frame::Small(request))) => conn.accept(request, None).await,
+                        Some(Ok(Frame::Small(request))) => conn.accept(request).await,
                         Some(Ok(Frame::Large(payload, permit))) => {
-                            // Decoding megabytes of header would stall this async worker's
-                            // other connections.
-                            match tokio::task::spawn_blocking(move || decode_payload(payload)).await {
-                                Ok(Ok(request)) => conn.accept(request, Some(permit)).await,
+                            // Decoding and serving megabytes would stall this async worker's
+                            // other connections: both happen on one blocking thread, in one
+                            // hop, while this connection's reader waits (a broker sends one
+                            // registration at a time).
+                            let (state, origin) = (state.clone(), conn.origin);
+                            let served = tokio::task::spawn_blocking(move || {
+                                let request = decode_payload(payload)?;
+                                let response = if request.is_response() {
+                                    None
+                                } else {
+                                    handler::handle(&state, origin, &request)
+                                };
+                                drop(permit);
+                                Ok::<_, FrameError>(response)
+                            });
+                            match served.await {
+                                Ok(Ok(response)) => {
+                                    if let Some(response) = response {
+                                        conn.push(&response);
+                                    }
+                                }
                                 Ok(Err(e)) => {
                                     warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
                                     return;
@@ -370,13 +387,13 @@ async fn serve_frames<R, W>(
                 deadline = Instant::now() + limits.idle;
                 frames.shrink_when_idle();
             }
-            Some((response, _permits)) = conn.done.1.recv() => conn.push(&response),
+            Some((response, _permit)) = conn.done.1.recv() => conn.push(&response),
             _ = tokio::time::sleep_until(deadline.into()) => {
                 debug!(conn = conn.origin.conn, "closing idle connection");
                 break;
             }
         }
-        while let Ok((response, _permits)) = conn.done.1.try_recv() {
+        while let Ok((response, _permit)) = conn.done.1.try_recv() {
             conn.push(&response);
         }
         if !conn.out.is_empty() {
@@ -397,7 +414,7 @@ async fn serve_frames<R, W>(
     } = conn;
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some((response, _permits)) = rx.recv().await {
+        while let Some((response, _permit)) = rx.recv().await {
             encode_frame(&response, &mut out);
         }
         write.write_all(&out).await
@@ -410,19 +427,17 @@ const WRITE_BATCH: usize = 64 * 1024;
 /// An idle connection's read buffer larger than this is given back.
 const READ_BUFFER_KEPT: usize = 64 * 1024;
 
-/// The permits a request served off the reader holds: its place among the connection's
-/// requests in flight, and for a large frame its claim on the decode budget.
-type Permits = (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>);
-/// An answer from the blocking pool and the permits it was served under.
-type Answer = (RemotingCommand, Permits);
+/// An answer from the blocking pool and the permit it was served under: its place among the
+/// connection's requests in flight.
+type Answer = (RemotingCommand, OwnedSemaphorePermit);
 
 struct Connection<'a> {
     state: &'a Arc<State>,
     origin: Origin,
     out: BytesMut,
     blocking: Arc<Semaphore>,
-    /// Answers of requests served off the reader, each with the permits it was served under:
-    /// they are released only once the answer is in `out`, so a client that sends without
+    /// Answers of requests served off the reader, each with the permit it was served under:
+    /// it is released only once the answer is in `out`, so a client that sends without
     /// reading makes the server hold at most `BLOCKING_IN_FLIGHT` answers.
     done: (mpsc::Sender<Answer>, mpsc::Receiver<Answer>),
 }
@@ -432,12 +447,12 @@ impl Connection<'_> {
         encode_frame(response, &mut self.out);
     }
 
-    async fn accept(&mut self, request: RemotingCommand, budget: Option<OwnedSemaphorePermit>) {
+    async fn accept(&mut self, request: RemotingCommand) {
         if request.is_response() {
             // Nothing the server sends on inbound connections expects an answer.
             return;
         }
-        if budget.is_none() && !handler::may_block(&request) {
+        if !handler::may_block(&request) {
             if let Some(response) = handler::handle(self.state, self.origin, &request) {
                 self.push(&response);
             }
@@ -448,7 +463,7 @@ impl Connection<'_> {
         let permit = loop {
             tokio::select! {
                 biased;
-                Some((response, _permits)) = self.done.1.recv() => self.push(&response),
+                Some((response, _permit)) = self.done.1.recv() => self.push(&response),
                 permit = self.blocking.clone().acquire_owned() => match permit {
                     Ok(permit) => break permit,
                     Err(_) => return,
@@ -462,7 +477,7 @@ impl Connection<'_> {
                     .await;
             if let Ok(Some(response)) = handled {
                 // Never waits: the channel has room for every permit.
-                let _ = tx.send((response, (permit, budget))).await;
+                let _ = tx.send((response, permit)).await;
             }
         });
     }
