@@ -15,7 +15,7 @@
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
 //! - [`kv`]: the namespaced KV store and its file;
 //! - [`memory`]: giving memory back after large transient work;
-//! - `metrics`: Prometheus metrics;
+//! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
 //! - `persist`: crash-safe file replacement;
 //! - `proxy`: HAProxy PROXY headers before the first frame;
@@ -199,6 +199,7 @@ pub async fn run(
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
+    tokio::spawn(metrics::sample_requests(state.clone(), stop.clone()));
     tls.spawn_reloader(stop.clone());
     if let Some(credentials) = credentials {
         credentials.spawn_reloader(stop.clone());
