@@ -449,7 +449,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 th{background:#f3f3f3}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.5em}.muted{color:#777}\
 code{background:#f6f6f6;padding:0 .2em}\
 .charts{display:flex;flex-wrap:wrap;gap:2em}figure{margin:0}figcaption{font-size:.9em;margin-bottom:.3em}\
-svg.chart{border:1px solid #ddd;background:#fafafa}svg.chart polyline{fill:none;stroke:#2f6fb0;stroke-width:1.5}\
+svg.chart{border:1px solid #ddd;background:#fafafa}\
+svg.chart polyline{fill:none;stroke:#2f6fb0;stroke-width:1.5;marker:url(#dot)}\
 .hb-ok{color:#1a7f37}.hb-late{color:#5c3d00;background:#ffd966;padding:0 .3em}\
 .hb-expiring{color:#fff;background:#c62828;padding:0 .3em}.hb-dead{color:#777}\
 #attention li{color:#c62828}";
@@ -657,7 +658,12 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
         })
         .collect();
     let p99s: Vec<(i64, Option<f64>)> = points.iter().map(|p| (p.at_ms, p.p99_us)).collect();
-    page.push_str("<div class=charts>");
+    // A dot on every sample: with little history, the line alone is a sliver at the right.
+    page.push_str(
+        "<svg width=0 height=0 style=position:absolute aria-hidden=true><defs><marker id=dot \
+         markerUnits=userSpaceOnUse markerWidth=4 markerHeight=4 refX=2 refY=2>\
+         <circle cx=2 cy=2 r=2 fill=#2f6fb0 /></marker></defs></svg><div class=charts>",
+    );
     chart(
         &mut page,
         "chart-rate",
