@@ -22,7 +22,7 @@ use crate::registry::PERM_WRITE;
 use crate::state::{now_ms, State};
 
 /// Rows per table on the status page: its cost follows what it shows, not the registry's size.
-pub(super) const PAGE_ROWS: usize = 200;
+const PAGE_ROWS: usize = 200;
 
 /// How often the page asks for fresh data.
 const POLL_MS: u64 = 5000;
