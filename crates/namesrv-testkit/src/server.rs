@@ -251,6 +251,48 @@ impl Server {
         }
     }
 
+    /// The HTTP port's `host:port`.
+    pub fn http_addr(&self) -> &str {
+        self.http
+            .as_deref()
+            .expect("the HTTP port is on")
+            .trim_start_matches("http://")
+    }
+
+    /// Sends `request` as given to the HTTP port and reads the answer until the server closes
+    /// (so: HTTP/1.0); the status code and the body.
+    pub async fn http_request(&self, request: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(self.http_addr())
+            .await
+            .unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut answer))
+            .await
+            .expect("the server answers and closes")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let status = answer
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// GETs `path` from the HTTP port, which must answer 200; the body.
+    pub async fn http_get(&self, path: &str) -> String {
+        let request = format!("GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", self.http_addr());
+        let (status, body) = self.http_request(&request).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
     pub fn pid(&self) -> u32 {
         self.child().id()
     }

@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::events::{seconds, Event, EventKind};
 use crate::notify;
 use crate::registry::{BrokerAddrKey, Unregistration};
 use crate::state::{now_ms, State};
@@ -47,16 +48,40 @@ pub fn spawn(
 /// Expires every broker whose deadline passed: its connection is closed and it is removed.
 pub fn scan(state: &State) {
     let now = now_ms();
-    let expired = state.routes.read(|r| r.expired(now));
+    let expired = state.routes.read(|r| {
+        r.expired(now)
+            .into_iter()
+            .map(|(key, conn)| {
+                let silence = r
+                    .live(&key.cluster, &key.addr)
+                    .map(|l| (now - l.last_update_ms, l.timeout_ms));
+                (key, conn, silence)
+            })
+            .collect::<Vec<_>>()
+    });
     if expired.is_empty() {
         return;
     }
     state.metrics.expired(expired.len());
-    for (key, conn) in &expired {
+    for (key, conn, silence) in &expired {
         info!(cluster = %key.cluster, addr = %key.addr, "broker expired");
         state.close_connection(*conn);
+        let detail = match silence {
+            Some((silent, timeout)) => format!(
+                "in {}: no heartbeat for {} (timeout {})",
+                key.cluster,
+                seconds(*silent),
+                seconds(*timeout)
+            ),
+            None => format!("in {}", key.cluster),
+        };
+        state.events.record(Event::new(
+            EventKind::BrokerExpired,
+            key.addr.clone(),
+            detail,
+        ));
     }
-    let keys: Vec<BrokerAddrKey> = expired.into_iter().map(|(k, _)| k).collect();
+    let keys: Vec<BrokerAddrKey> = expired.into_iter().map(|(k, ..)| k).collect();
     state.unregister_live(&keys);
 }
 

@@ -9,12 +9,13 @@
 //! - `auth`: signature checks of state-changing requests and their credentials file;
 //! - [`config`]: the Java properties keys, defaults, blacklist and listing;
 //! - `config_store`: the live settings and their file, changed by remote updates;
+//! - `events`: the recent changes the status page lists;
 //! - `handler`: the table of request codes and one module per request family;
 //! - `housekeeping`: the timer of the broker expiry scan and the batch unregistration queue;
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
 //! - [`kv`]: the namespaced KV store and its file;
 //! - [`memory`]: giving memory back after large transient work;
-//! - `metrics`: Prometheus metrics;
+//! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
 //! - `persist`: crash-safe file replacement;
 //! - `proxy`: HAProxy PROXY headers before the first frame;
@@ -29,6 +30,7 @@ mod admission;
 mod auth;
 pub mod config;
 mod config_store;
+mod events;
 mod handler;
 mod housekeeping;
 mod http;
@@ -175,11 +177,13 @@ pub async fn run(
              this or another write; set tls.server.mode=enforcing"
         );
     }
+    let routes = RouteTable::with_registry(registry);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
         kv,
-        routes: RouteTable::with_registry(registry),
+        events: routes.events(),
+        routes,
         unregister_queue: queue_tx,
         connections: Default::default(),
         tls: tls.clone(),
@@ -195,6 +199,7 @@ pub async fn run(
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
+    tokio::spawn(metrics::sample_requests(state.clone(), stop.clone()));
     tls.spawn_reloader(stop.clone());
     if let Some(credentials) = credentials {
         credentials.spawn_reloader(stop.clone());

@@ -1,7 +1,11 @@
 //! Prometheus metrics: traffic counted as it happens, registry sizes read at scrape time.
+//! Besides, for the status page, the request rate and p99 latency of the last 15 minutes,
+//! sampled every 10 s by the server itself.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use std::fmt::Write as _;
 
@@ -13,8 +17,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
 
-use crate::state::now_ms;
+use crate::state::{now_ms, State};
 
 /// A request code as a label value; codes we do not serve all count as `other`, whatever the
 /// answer (GO_AWAY during a graceful shutdown answers every code), so that a client sending
@@ -85,6 +90,78 @@ pub struct Metrics {
     snapshot_age: Gauge,
     ready: Gauge,
     snapshot_saved_ms: AtomicI64,
+    /// Requests of the sampling interval under way, by duration.
+    window: [AtomicU64; LATENCY_BUCKETS],
+    series: parking_lot::Mutex<Series>,
+}
+
+/// How often the request rate and latency are sampled.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// Samples kept: 15 minutes.
+pub const SAMPLES_KEPT: usize = 90;
+
+/// Duration buckets: below 256 ns, then four per doubling (each at most a quarter wider than
+/// it starts) up to 2^36 ns, about a minute; the last also holds anything longer.
+const LATENCY_BUCKETS: usize = 1 + 4 * 28;
+
+fn bucket_of(nanos: u64) -> usize {
+    if nanos < 256 {
+        return 0;
+    }
+    let octave = 63 - nanos.leading_zeros() as usize;
+    let quarter = ((nanos >> (octave - 2)) & 3) as usize;
+    ((octave - 8) * 4 + quarter + 1).min(LATENCY_BUCKETS - 1)
+}
+
+/// The upper bound of a bucket, in nanoseconds.
+fn bucket_upper(bucket: usize) -> u64 {
+    if bucket == 0 {
+        return 256;
+    }
+    let octave = (bucket - 1) / 4 + 8;
+    let quarter = ((bucket - 1) % 4) as u64;
+    (5 + quarter) << (octave - 2)
+}
+
+/// The 99th percentile of the durations counted in `counts`, as its bucket's upper bound, in
+/// microseconds; `None` without requests.
+fn p99_us(counts: &[u64]) -> Option<f64> {
+    let total: u64 = counts.iter().sum();
+    // The rank of the 99th percentile, rounded up: of 150 requests, the 149th fastest.
+    let rank = total - total / 100;
+    let mut seen = 0;
+    for (bucket, count) in counts.iter().enumerate() {
+        seen += count;
+        if seen >= rank && total > 0 {
+            return Some(bucket_upper(bucket) as f64 / 1000.0);
+        }
+    }
+    None
+}
+
+/// One sampling interval's requests.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Sample {
+    /// When the interval ended (or, for the one under way, now).
+    pub at_ms: i64,
+    /// How long it was.
+    pub secs: f64,
+    pub requests: u64,
+    pub p99_us: Option<f64>,
+}
+
+struct Series {
+    since: Instant,
+    samples: VecDeque<Sample>,
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Series {
+            since: Instant::now(),
+            samples: VecDeque::with_capacity(SAMPLES_KEPT),
+        }
+    }
 }
 
 /// Only codes the server serves get a label of their own, whatever the answer (during a
@@ -115,6 +192,8 @@ impl Default for Metrics {
             snapshot_age: Gauge::default(),
             ready: Gauge::default(),
             snapshot_saved_ms: AtomicI64::new(0),
+            window: std::array::from_fn(|_| AtomicU64::new(0)),
+            series: Default::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -187,6 +266,51 @@ impl Metrics {
         self.latency
             .get_or_create(&CodeLabel { code })
             .observe(took.as_secs_f64());
+        // The one addition the status page's charts cost a request: its count is the sum of
+        // the buckets.
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.window[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Ends the sampling interval under way and keeps it, dropping samples older than the
+    /// last [`SAMPLES_KEPT`].
+    pub fn sample(&self) {
+        let mut series = self.series.lock();
+        let counts: Vec<u64> = self
+            .window
+            .iter()
+            .map(|b| b.swap(0, Ordering::Relaxed))
+            .collect();
+        let now = Instant::now();
+        let sample = Sample {
+            at_ms: now_ms(),
+            secs: now.duration_since(series.since).as_secs_f64(),
+            requests: counts.iter().sum(),
+            p99_us: p99_us(&counts),
+        };
+        series.since = now;
+        if series.samples.len() == SAMPLES_KEPT {
+            series.samples.pop_front();
+        }
+        series.samples.push_back(sample);
+    }
+
+    /// The kept samples, oldest first, then the interval under way so far.
+    pub fn recent(&self) -> Vec<Sample> {
+        let series = self.series.lock();
+        let counts: Vec<u64> = self
+            .window
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let mut out: Vec<Sample> = series.samples.iter().copied().collect();
+        out.push(Sample {
+            at_ms: now_ms(),
+            secs: series.since.elapsed().as_secs_f64(),
+            requests: counts.iter().sum(),
+            p99_us: p99_us(&counts),
+        });
+        out
     }
 
     pub fn connection_opened(&self) {
@@ -250,5 +374,74 @@ impl Metrics {
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
+    }
+}
+
+/// Samples the request rate and latency every [`SAMPLE_EVERY`] until shutdown.
+pub async fn sample_requests(state: Arc<State>, shutdown: CancellationToken) {
+    let mut every =
+        tokio::time::interval_at(tokio::time::Instant::now() + SAMPLE_EVERY, SAMPLE_EVERY);
+    // After a stall, one late sample covering the whole gap rather than a burst of empty ones.
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = every.tick() => state.metrics.sample(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_duration_falls_in_the_bucket_that_bounds_it() {
+        let mut previous_upper = 0;
+        for bucket in 0..LATENCY_BUCKETS - 1 {
+            let upper = bucket_upper(bucket);
+            assert!(upper > previous_upper, "bucket {bucket}");
+            assert_eq!(bucket_of(upper - 1), bucket, "just below {upper}");
+            assert_eq!(bucket_of(upper), bucket + 1, "at {upper}");
+            previous_upper = upper;
+        }
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(u64::MAX), LATENCY_BUCKETS - 1);
+    }
+
+    #[test]
+    fn the_p99_is_the_bucket_of_the_slowest_percent() {
+        assert_eq!(p99_us(&[0; LATENCY_BUCKETS]), None);
+        let m = Metrics::default();
+        for _ in 0..990 {
+            m.request(105, 0, Duration::from_micros(3));
+        }
+        for _ in 0..10 {
+            m.request(105, 0, Duration::from_millis(40));
+        }
+        let now = m.recent();
+        let current = now.last().unwrap();
+        assert_eq!(current.requests, 1000);
+        let p99 = current.p99_us.unwrap();
+        assert!((3.0..3.6).contains(&p99), "{p99}");
+        m.request(105, 0, Duration::from_millis(40));
+        let p99 = m.recent().last().unwrap().p99_us.unwrap();
+        assert!((40_000.0..48_000.0).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn samples_start_each_interval_afresh_and_keep_fifteen_minutes() {
+        let m = Metrics::default();
+        m.request(105, 0, Duration::from_micros(5));
+        m.sample();
+        m.sample();
+        let recent = m.recent();
+        assert_eq!(recent.len(), 3);
+        assert_eq!(recent[0].requests, 1);
+        assert_eq!((recent[1].requests, recent[1].p99_us), (0, None));
+        for _ in 0..SAMPLES_KEPT + 5 {
+            m.sample();
+        }
+        assert_eq!(m.recent().len(), SAMPLES_KEPT + 1);
     }
 }

@@ -15,6 +15,7 @@ use tracing::warn;
 use crate::admission::Admission;
 use crate::auth::Credentials;
 use crate::config_store::ConfigStore;
+use crate::events::EventLog;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
@@ -28,6 +29,8 @@ pub struct State {
     pub inflate_gate: Mutex<()>,
     pub kv: KvStore,
     pub routes: RouteTable,
+    /// Recent changes for the status page; the registry writes its own into it.
+    pub events: Arc<EventLog>,
     pub unregister_queue: mpsc::Sender<Unregistration>,
     /// Cancelling a token closes that connection.
     pub connections: DashMap<ConnId, CancellationToken>,

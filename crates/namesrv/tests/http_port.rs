@@ -14,48 +14,6 @@ use tokio::net::TcpStream;
 
 const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
-fn http_addr(server: &Server) -> String {
-    server
-        .http
-        .as_deref()
-        .expect("the HTTP port is on")
-        .trim_start_matches("http://")
-        .to_string()
-}
-
-/// Sends `request` as given and reads the answer until the server closes; returns the status
-/// code and the body.
-async fn raw(server: &Server, request: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(http_addr(server)).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut answer))
-        .await
-        .expect("the server answers and closes")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-async fn get(server: &Server, path: &str) -> String {
-    let (status, body) = raw(
-        server,
-        &format!("GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", http_addr(server)),
-    )
-    .await;
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
-}
-
 /// How long until the server closes `stream`, reading whatever it sends; `None` if it is
 /// still open after `limit`.
 async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
@@ -76,7 +34,7 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Durati
 #[tokio::test]
 async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
     let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
-    let mut silent = TcpStream::connect(http_addr(&server)).await.unwrap();
+    let mut silent = TcpStream::connect(server.http_addr()).await.unwrap();
     let took = closed_within(&mut silent, Duration::from_secs(4)).await;
     assert!(
         took.is_some_and(|t| t >= Duration::from_millis(800)),
@@ -87,7 +45,7 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
 #[tokio::test]
 async fn a_request_header_sent_byte_by_byte_is_cut_off_at_the_header_timeout() {
     let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=1\nhttpIdleTimeoutSeconds=60");
-    let mut slow = TcpStream::connect(http_addr(&server)).await.unwrap();
+    let mut slow = TcpStream::connect(server.http_addr()).await.unwrap();
     slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
         .await
         .unwrap();
@@ -121,7 +79,7 @@ async fn a_request_header_sent_byte_by_byte_is_cut_off_at_the_header_timeout() {
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
     let server = MQNAMESRV.start_with("httpHeaderReadTimeoutSeconds=60\nhttpIdleTimeoutSeconds=1");
-    let mut kept = TcpStream::connect(http_addr(&server)).await.unwrap();
+    let mut kept = TcpStream::connect(server.http_addr()).await.unwrap();
     kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
@@ -148,7 +106,7 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
 async fn open_http_connections(server: &Server, count: usize) -> (Vec<TcpStream>, usize) {
     let mut streams = Vec::with_capacity(count);
     for _ in 0..count {
-        streams.push(TcpStream::connect(http_addr(server)).await.unwrap());
+        streams.push(TcpStream::connect(server.http_addr()).await.unwrap());
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut open = 0;
@@ -167,7 +125,7 @@ async fn http_connections_beyond_the_cap_are_closed_at_once() {
     assert_eq!(open, 5, "five connections held, the other fifteen closed");
     drop(streams);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(get(&server, "/healthz").await, "ok\n", "slots come back");
+    assert_eq!(server.http_get("/healthz").await, "ok\n", "slots come back");
 }
 
 #[tokio::test]
@@ -222,7 +180,7 @@ fn leak(s: String) -> &'static str {
 
 /// All broker rows, page after page, as (name, topics).
 async fn all_broker_rows(server: &Server) -> (Vec<(String, usize)>, Vec<usize>, String) {
-    let first = get(server, "/").await;
+    let first = server.http_get("/").await;
     let mut rows = Vec::new();
     let mut per_page = Vec::new();
     let mut page = first.clone();
@@ -239,7 +197,7 @@ async fn all_broker_rows(server: &Server) -> (Vec<(String, usize)>, Vec<usize>, 
             break;
         }
         number += 1;
-        page = get(server, &format!("/?page={number}")).await;
+        page = server.http_get(&format!("/?page={number}")).await;
     }
     (rows, per_page, first)
 }
@@ -297,7 +255,7 @@ async fn the_status_page_counts_topics_per_broker_pages_its_rows_and_follows_cha
     );
     assert!(first.contains("<p>3502 topics</p>"));
 
-    let route = get(&server, "/?topic=Own7").await;
+    let route = server.http_get("/?topic=Own7").await;
     assert!(route.contains("<table id=route>") && route.contains("127.0.0.1:10921"));
 }
 
@@ -308,7 +266,7 @@ async fn the_kv_section_of_the_status_page_is_bounded() {
     for i in 0..230 {
         call(&client, put_kv_request("ns", &format!("k{i:03}"), "v")).await;
     }
-    let page = get(&server, "/").await;
+    let page = server.http_get("/").await;
     assert_eq!(table_rows(&page, "kv").len(), 200);
     assert!(page.contains("30 more KV entries not shown"), "{page}");
 }
@@ -365,7 +323,7 @@ async fn hostile_cluster_names_come_back_from_metrics_as_label_values() {
             .await;
         assert_eq!(reply.code, response::SUCCESS);
     }
-    let samples = parse_openmetrics(python, &get(&server, "/metrics").await);
+    let samples = parse_openmetrics(python, &server.http_get("/metrics").await);
     let mut alive: Vec<(String, f64)> = samples
         .iter()
         .filter(|(name, _, _)| name == "namesrv_brokers_alive")
@@ -406,7 +364,7 @@ async fn arbitrary_request_codes_during_a_graceful_shutdown_count_as_other() {
         .await;
         assert_eq!(answer.code, response::GO_AWAY);
     }
-    let metrics = get(&server, "/metrics").await;
+    let metrics = server.http_get("/metrics").await;
     let mut codes: Vec<&str> = metrics
         .match_indices("code=\"")
         .map(|(at, m)| {
@@ -428,11 +386,11 @@ async fn arbitrary_request_codes_during_a_graceful_shutdown_count_as_other() {
 }
 
 async fn nsaddr_for_host(server: &Server, host: &str) -> String {
-    let (status, body) = raw(
-        server,
-        &format!("GET /rocketmq/nsaddr HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
-    )
-    .await;
+    let (status, body) = server
+        .http_request(&format!(
+            "GET /rocketmq/nsaddr HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        ))
+        .await;
     assert_eq!(status, 200, "Host {host:?}: {body}");
     body
 }
@@ -462,7 +420,7 @@ async fn nsaddr_never_echoes_a_host_header_that_is_not_a_host() {
             "Host {hostile:?} answers the bound remoting address"
         );
     }
-    let http_port = http_addr(&server).rsplit(':').next().unwrap().to_string();
+    let http_port = server.http_addr().rsplit(':').next().unwrap().to_string();
     for (host, expected) in [
         (format!("127.0.0.1:{http_port}"), bound.clone()),
         ("ns.example.com".into(), format!("ns.example.com:{port}")),

@@ -6,6 +6,7 @@ use rocketmq_wire::RemotingCommand;
 use super::{success, Failure, Reply};
 use crate::config::parse_properties;
 use crate::config_store::UpdateError;
+use crate::events::{Event, EventKind};
 use crate::state::State;
 
 pub fn update(state: &State, r: &RemotingCommand) -> Reply {
@@ -24,6 +25,15 @@ pub fn update(state: &State, r: &RemotingCommand) -> Reply {
     }
     // Live options (acting master, order config) change what routes show.
     state.routes.invalidate();
+    if !props.is_empty() {
+        let keys: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
+        let values: Vec<String> = props.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        state.events.record(Event::new(
+            EventKind::ConfigUpdated,
+            keys.join(", "),
+            values.join(", "),
+        ));
+    }
     Ok(success(r))
 }
 

@@ -9,6 +9,7 @@ use rocketmq_wire::headers::{
 use rocketmq_wire::RemotingCommand;
 
 use super::{success, Reply};
+use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::state::State;
 
@@ -28,6 +29,14 @@ pub fn put(state: &State, r: &RemotingCommand) -> Reply {
     } = PutKvConfigHeader::from_command(r)?;
     state.kv.put(ns, key, value)?;
     after_change(state, ns);
+    // A put without a value removes the key, as in Java.
+    let (kind, detail) = match value {
+        Some(v) => (EventKind::KvPut, format!("= {v}")),
+        None => (EventKind::KvDeleted, "put without a value".to_string()),
+    };
+    state
+        .events
+        .record(Event::new(kind, format!("{ns} {key}"), detail));
     Ok(success(r))
 }
 
@@ -48,6 +57,9 @@ pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
     state.kv.delete(ns, key)?;
     after_change(state, ns);
+    state
+        .events
+        .record(Event::new(EventKind::KvDeleted, format!("{ns} {key}"), ""));
     Ok(success(r))
 }
 

@@ -19,6 +19,7 @@ mod tables;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -26,10 +27,12 @@ use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
 use rocketmq_wire::body::{TopicList, TopicRouteData};
 use rocketmq_wire::json::JsonStyle;
 
+use crate::events::EventLog;
+
 pub use queues::TopicQueues;
 pub use tables::{
     BrokerAddrKey, BrokerLive, Changes, ConnId, Fingerprint, MinIdNotice, RegisterOutcome,
-    RegisterPolicy, Registrant, Registration, Registry, Unregistration,
+    RegisterPolicy, Registrant, Registration, Registry, Unregistration, PERM_WRITE,
 };
 
 /// What a route depends on besides the registry.
@@ -61,6 +64,8 @@ pub struct RouteTable {
     all_topics: Built,
     /// GET_BROKER_CLUSTER_INFO's body: every broker polls it.
     cluster_info: Built,
+    /// Where the registry's events go, in the order its mutations were applied.
+    events: Arc<EventLog>,
 }
 
 /// A body built from the whole registry, kept with the generation it was built at.
@@ -87,11 +92,17 @@ impl Built {
 const DISTINCT_KEPT: usize = 4096;
 
 impl RouteTable {
-    pub fn with_registry(registry: Registry) -> Self {
+    pub fn with_registry(mut registry: Registry) -> Self {
+        registry.discard_events();
         RouteTable {
             registry: RwLock::new(registry),
             ..Default::default()
         }
+    }
+
+    /// The log the registry's events are written to, which others may write to as well.
+    pub fn events(&self) -> Arc<EventLog> {
+        self.events.clone()
     }
 
     /// Reads the registry.
@@ -104,8 +115,18 @@ impl RouteTable {
     pub fn change<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
         let mut registry = self.registry.write();
         let result = f(&mut registry);
-        self.forget(registry.take_changes());
+        self.settle(&mut registry);
         result
+    }
+
+    /// Drops what the last mutations made stale and logs their events. Called with the
+    /// registry write-locked.
+    fn settle(&self, registry: &mut Registry) {
+        self.forget(registry.take_changes());
+        let events = registry.take_events();
+        if !events.is_empty() {
+            self.events.extend(events);
+        }
     }
 
     /// Drops what `changes` made stale. Called with the registry write-locked.
@@ -151,7 +172,7 @@ impl RouteTable {
         if matches!(outcome, RegisterOutcome::Registered { .. }) {
             registry.remember(&from, fingerprint);
         }
-        self.forget(registry.take_changes());
+        self.settle(&mut registry);
         (outcome, notice)
     }
 

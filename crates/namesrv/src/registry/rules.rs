@@ -607,3 +607,53 @@ proptest! {
         }
     }
 }
+
+/// What people are told, as (kind, subject).
+fn told(r: &mut Registry) -> Vec<(&'static str, String)> {
+    r.take_events()
+        .into_iter()
+        .map(|e| (e.kind.key(), e.what))
+        .collect()
+}
+
+#[test]
+fn mutations_tell_what_happened_once_not_once_per_topic() {
+    let mut r = Registry::default();
+    let topics = [("t1", 4), ("t2", 4), ("t3", 4), ("t4", 4)];
+    let policy = RegisterPolicy::default();
+    apply(&mut r, &reg("a", 0, MASTER, &topics), policy);
+    assert_eq!(
+        told(&mut r),
+        vec![
+            ("broker-joined", MASTER.to_string()),
+            ("topics-created", "4 topics".to_string())
+        ]
+    );
+    apply(&mut r, &reg("a", 0, MASTER, &topics).version(2), policy);
+    assert!(told(&mut r).is_empty(), "a re-registration is no news");
+    apply(&mut r, &reg("a", 1, SLAVE, &topics), policy);
+    assert_eq!(told(&mut r), vec![("broker-joined", SLAVE.to_string())]);
+
+    r.change_write_perm("a", true);
+    assert_eq!(told(&mut r), vec![("write-perm-wiped", "a".to_string())]);
+    r.delete_topic("t1", None);
+    assert_eq!(told(&mut r), vec![("topics-deleted", "t1".to_string())]);
+
+    let keys: Vec<BrokerAddrKey> = [MASTER, SLAVE]
+        .iter()
+        .map(|addr| BrokerAddrKey {
+            cluster: "c".into(),
+            addr: addr.to_string(),
+        })
+        .collect();
+    let leaving = r.departures(&keys);
+    r.unregister(&leaving, false);
+    assert_eq!(
+        told(&mut r),
+        vec![
+            ("broker-left", MASTER.to_string()),
+            ("broker-left", SLAVE.to_string()),
+            ("topics-deleted", "3 topics".to_string())
+        ]
+    );
+}

@@ -15,6 +15,7 @@ use rocketmq_wire::body::{
 };
 
 use super::queues::{Queues, TopicQueues};
+use crate::events::{version_name, Event, EventKind, TopicTally};
 
 /// Identifies one accepted connection for the lifetime of the process.
 pub type ConnId = u64;
@@ -140,6 +141,11 @@ pub struct Registry {
     /// repeated registration only while its group's epoch is the one it left.
     group_epochs: HashMap<String, u64>,
     changes: Changes,
+    /// What people are shown of the mutations since the last [`Registry::take_events`].
+    events: Vec<Event>,
+    /// Topics created and removed by the mutation under way, told as one event when it ends.
+    created: TopicTally,
+    removed: TopicTally,
 }
 
 /// The queue changes a registration makes, worked out under a read lock so that the write lock
@@ -270,6 +276,44 @@ impl Registry {
         std::mem::take(&mut self.changes)
     }
 
+    /// The events of the mutations since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Forgets what loading a snapshot did: restored state is not news.
+    pub fn discard_events(&mut self) {
+        self.events.clear();
+        self.created = TopicTally::default();
+        self.removed = TopicTally::default();
+    }
+
+    /// Tells the topics the mutation created and removed, each with why.
+    fn tell_topics(&mut self, created_why: &str, removed_why: &str) {
+        for (tally, kind, why) in [
+            (
+                std::mem::take(&mut self.created),
+                EventKind::TopicsCreated,
+                created_why,
+            ),
+            (
+                std::mem::take(&mut self.removed),
+                EventKind::TopicsDeleted,
+                removed_why,
+            ),
+        ] {
+            if tally.count == 0 {
+                continue;
+            }
+            let detail = if tally.count == 1 {
+                why.to_string()
+            } else {
+                format!("{}; {why}", tally.describe())
+            };
+            self.events.push(Event::new(kind, tally.subject(), detail));
+        }
+    }
+
     // ---- small recorded mutations ----
 
     fn shared_name(&mut self, broker_name: &str) -> Arc<str> {
@@ -308,6 +352,7 @@ impl Registry {
                 slot.set(broker_name, queues);
                 self.topics.insert(topic.to_string(), slot);
                 self.changes.topic_list = true;
+                self.created.add(topic);
                 true
             }
         };
@@ -328,6 +373,7 @@ impl Registry {
         if queues.is_empty() {
             self.topics.remove(topic);
             self.changes.topic_list = true;
+            self.removed.add(topic);
         }
         self.changes.topics.insert(topic.to_string());
         true
@@ -445,8 +491,15 @@ impl Registry {
             cluster,
             broker_name,
             broker_id,
+            broker_addr,
             ..
         } = &reg.from;
+        if self.created.count + self.removed.count > 0 {
+            self.tell_topics(
+                &format!("registered by {broker_name} ({broker_addr})"),
+                &format!("no longer listed by {broker_name} ({broker_addr})"),
+            );
+        }
         let outcome = self.registered(cluster, broker_name, *broker_id);
         let notice = (min_id_changed && policy.notify_min_id)
             .then(|| self.min_id_notice(broker_name, &reg.ha_server_addr));
@@ -489,6 +542,7 @@ impl Registry {
         bd.enable_acting_master = reg.enable_acting_master.unwrap_or(false);
         bd.zone_name = reg.zone_name.clone();
         let prev_min = bd.broker_addrs.keys().next().copied().unwrap_or(0);
+        let new_member = bd.broker_addrs.get(broker_id) != Some(broker_addr);
         // One address holds one id in a group (a slave switched to master on the same host).
         bd.broker_addrs
             .retain(|id, addr| addr != broker_addr || id == broker_id);
@@ -511,6 +565,16 @@ impl Registry {
         if stale {
             Joined::Stale
         } else {
+            if new_member {
+                self.events.push(Event::new(
+                    EventKind::BrokerJoined,
+                    broker_addr.clone(),
+                    format!(
+                        "{broker_name} id {broker_id} in {cluster}, {}",
+                        version_name(reg.version)
+                    ),
+                ));
+            }
             Joined::Member {
                 min_id_changed: *broker_id < prev_min,
             }
@@ -675,6 +739,19 @@ impl Registry {
                         .group_epochs
                         .entry(req.broker_name.clone())
                         .or_default() += 1;
+                    let last = if bd.broker_addrs.is_empty() {
+                        ", the group's last address"
+                    } else {
+                        ""
+                    };
+                    self.events.push(Event::new(
+                        EventKind::BrokerLeft,
+                        req.broker_addr.clone(),
+                        format!(
+                            "{} id {} in {}{last}",
+                            req.broker_name, req.broker_id, req.cluster
+                        ),
+                    ));
                 }
                 if bd.broker_addrs.is_empty() {
                     self.brokers.remove(&req.broker_name);
@@ -735,6 +812,7 @@ impl Registry {
         if !removed.is_empty() {
             self.names.retain(|name| Arc::strong_count(name) > 1);
         }
+        self.tell_topics("", "their last broker left");
 
         if !notify {
             return Vec::new();
@@ -905,6 +983,16 @@ impl Registry {
             self.set_perm(topic, broker_name, *perm);
         }
         self.bump_group(broker_name);
+        let (kind, done) = if wipe {
+            (EventKind::WritePermWiped, "wiped")
+        } else {
+            (EventKind::WritePermAdded, "restored")
+        };
+        self.events.push(Event::new(
+            kind,
+            broker_name,
+            format!("write permission {done} on {} topics", changes.len()),
+        ));
         changes.len()
     }
 
@@ -926,10 +1014,31 @@ impl Registry {
             }
         };
         let mut changed = false;
+        let mut left = Vec::new();
         for name in names {
-            changed |= self.leave_topic(topic, &name);
+            if self.leave_topic(topic, &name) {
+                changed = true;
+                left.push(name.clone());
+            }
             // A broker's next identical registration brings the topic back.
             self.bump_group(&name);
+        }
+        // Told here, with the groups it left, whether or not other groups still serve it.
+        self.removed = TopicTally::default();
+        if changed {
+            self.events.push(Event::new(
+                EventKind::TopicsDeleted,
+                topic,
+                format!(
+                    "deleted from {} by an admin request{}",
+                    left.join(", "),
+                    if self.topics.contains_key(topic) {
+                        " (other groups still serve it)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
         }
         changed
     }
@@ -947,6 +1056,7 @@ impl Registry {
                 self.bump_group(&qd.broker_name);
             }
         }
+        self.tell_topics("by REGISTER_TOPIC_IN_NAMESRV", "");
         changed
     }
 

@@ -1,0 +1,893 @@
+//! The status page at `/` and what it shows as JSON at `/status.json`, which a small script
+//! on the page polls to update it in place. Both are made from one [`Status`] so that they
+//! cannot disagree; the page is whole without the script.
+//!
+//! Both stay bounded whatever the registry's size: one page of broker addresses, the first
+//! clusters and flagged groups, the kept events and the kept samples. The walk over every
+//! topic is made once per route generation ([`PageCache`]), off the request workers.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::extract::{Query, State as AxumState};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use rocketmq_wire::json::JsonStyle;
+use serde::{Deserialize, Serialize};
+
+use super::{host_of, is_dns_name, Http};
+use crate::events::{seconds, version_name};
+use crate::metrics::{Sample, SAMPLES_KEPT, SAMPLE_EVERY};
+use crate::registry::PERM_WRITE;
+use crate::state::{now_ms, State};
+
+/// Rows per table on the status page: its cost follows what it shows, not the registry's size.
+const PAGE_ROWS: usize = 200;
+
+/// How often the page asks for fresh data.
+const POLL_MS: u64 = 5000;
+
+#[derive(Deserialize)]
+pub(super) struct PageQuery {
+    topic: Option<String>,
+    page: Option<usize>,
+}
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What the status page shows of the registry, built in one walk over the topics and kept
+/// until the routes change. Liveness is not in it: heartbeats do not change routes, so it is
+/// read for the rows shown, at each request.
+struct Summary {
+    /// Every broker address, by cluster, broker name and id.
+    rows: Vec<BrokerRow>,
+    clusters: Vec<ClusterView>,
+    /// Groups to look at, by cluster and name.
+    flagged: Vec<GroupView>,
+    topics: usize,
+}
+
+struct BrokerRow {
+    cluster: String,
+    name: String,
+    id: i64,
+    addr: String,
+    topics: usize,
+    flags: Flags,
+}
+
+/// What is wrong with a broker group at a glance.
+#[derive(Clone, Copy, Default)]
+struct Flags {
+    /// No broker with id 0: clients cannot write to it (unless acting master is on).
+    masterless: bool,
+    /// It serves topics but none writably: its write permission was wiped.
+    read_only: bool,
+}
+
+impl Flags {
+    fn names(self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.masterless {
+            names.push("masterless");
+        }
+        if self.read_only {
+            names.push("read-only");
+        }
+        names
+    }
+
+    fn any(self) -> bool {
+        self.masterless || self.read_only
+    }
+}
+
+/// Concurrent requests wait for one build rather than each making their own.
+#[derive(Default)]
+pub(super) struct PageCache(parking_lot::Mutex<Option<(u64, Arc<Summary>)>>);
+
+impl PageCache {
+    fn get(&self, state: &State) -> Arc<Summary> {
+        let mut cached = self.0.lock();
+        // Read before the registry: a summary built from newer state under an older number
+        // is merely rebuilt later, never kept stale.
+        let generation = state.routes.generation();
+        match &*cached {
+            Some((built, summary)) if *built == generation => summary.clone(),
+            _ => {
+                let summary = Arc::new(summarise(state));
+                *cached = Some((generation, summary.clone()));
+                summary
+            }
+        }
+    }
+}
+
+fn summarise(state: &State) -> Summary {
+    state.routes.read(|r| {
+        // Per broker name: topics served, and how many of them writably.
+        let mut per_name: foldhash::HashMap<&str, (usize, usize)> = Default::default();
+        for (_, queues) in r.topic_queues() {
+            for (name, q) in queues.iter() {
+                let counts = per_name.entry(name).or_default();
+                counts.0 += 1;
+                if q.perm & PERM_WRITE != 0 {
+                    counts.1 += 1;
+                }
+            }
+        }
+        let mut clusters: Vec<_> = r.clusters().collect();
+        clusters.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut rows = Vec::new();
+        let mut flagged = Vec::new();
+        let mut cluster_rows = Vec::with_capacity(clusters.len());
+        for (cluster, names) in clusters {
+            let before = rows.len();
+            for name in names {
+                let Some(bd) = r.group(name) else {
+                    continue;
+                };
+                let (topics, writable) = per_name.get(name.as_str()).copied().unwrap_or((0, 0));
+                let flags = Flags {
+                    masterless: !bd.broker_addrs.contains_key(&0),
+                    read_only: topics > 0 && writable == 0,
+                };
+                if flags.any() {
+                    flagged.push(GroupView {
+                        cluster: cluster.to_string(),
+                        name: name.clone(),
+                        flags: flags.names(),
+                    });
+                }
+                for (id, addr) in &bd.broker_addrs {
+                    rows.push(BrokerRow {
+                        cluster: cluster.to_string(),
+                        name: name.clone(),
+                        id: *id,
+                        addr: addr.clone(),
+                        topics,
+                        flags,
+                    });
+                }
+            }
+            cluster_rows.push(ClusterView {
+                name: cluster.to_string(),
+                groups: names.len(),
+                addresses: rows.len() - before,
+            });
+        }
+        Summary {
+            rows,
+            clusters: cluster_rows,
+            flagged,
+            topics: r.topic_count(),
+        }
+    })
+}
+
+/// Everything the page shows but the topic route and the KV entries, as `/status.json`
+/// serves it.
+#[derive(Serialize)]
+struct Status {
+    server: ServerView,
+    now_ms: i64,
+    topics: usize,
+    clusters: Vec<ClusterView>,
+    /// Clusters beyond the first [`PAGE_ROWS`], not listed.
+    clusters_more: usize,
+    /// Masterless and read-only groups.
+    flagged: Vec<GroupView>,
+    flagged_more: usize,
+    brokers: BrokerPage,
+    /// Newest first.
+    changes: Vec<ChangeView>,
+    series: SeriesView,
+}
+
+#[derive(Serialize)]
+struct ServerView {
+    /// Where clients reach it, not where it is bound.
+    address: String,
+    version: &'static str,
+    uptime_s: u64,
+    ready: bool,
+}
+
+#[derive(Clone, Serialize)]
+struct ClusterView {
+    name: String,
+    groups: usize,
+    addresses: usize,
+}
+
+#[derive(Clone, Serialize)]
+struct GroupView {
+    cluster: String,
+    name: String,
+    flags: Vec<&'static str>,
+}
+
+#[derive(Serialize)]
+struct BrokerPage {
+    page: usize,
+    pages: usize,
+    /// Addresses on all pages.
+    total: usize,
+    /// The position of the first row shown, from 1.
+    first: usize,
+    rows: Vec<BrokerView>,
+}
+
+#[derive(Serialize)]
+struct BrokerView {
+    cluster: String,
+    name: String,
+    id: i64,
+    role: &'static str,
+    addr: String,
+    /// `None` when not live.
+    version: Option<String>,
+    heartbeat: Option<Heartbeat>,
+    topics: usize,
+    flags: Vec<&'static str>,
+}
+
+#[derive(Serialize)]
+struct Heartbeat {
+    age_ms: i64,
+    timeout_ms: i64,
+    /// `ok` below half the timeout, `late` past it, `expiring` past nine tenths.
+    health: &'static str,
+}
+
+fn health(age_ms: i64, timeout_ms: i64) -> &'static str {
+    if age_ms.saturating_mul(2) < timeout_ms {
+        "ok"
+    } else if age_ms.saturating_mul(10) < timeout_ms.saturating_mul(9) {
+        "late"
+    } else {
+        "expiring"
+    }
+}
+
+#[derive(Serialize)]
+struct ChangeView {
+    at_ms: i64,
+    kind: &'static str,
+    label: &'static str,
+    what: String,
+    detail: String,
+}
+
+#[derive(Serialize)]
+struct SeriesView {
+    interval_s: u64,
+    span_s: u64,
+    /// Oldest first; the last is the interval under way (once it is a second long).
+    points: Vec<Sample>,
+}
+
+/// The address clients reach the remoting port by: `advertisedAddresses` when set; for a
+/// wildcard bind, the host the browser reached us by (else the machine's name) with the
+/// remoting port; else the bound address.
+fn advertised(state: &State, host: Option<&str>) -> String {
+    let configured = state
+        .config
+        .settings()
+        .server
+        .advertised_addresses
+        .trim()
+        .to_string();
+    if !configured.is_empty() {
+        return configured;
+    }
+    let bound = state.remoting_addr;
+    if !bound.ip().is_unspecified() {
+        return bound.to_string();
+    }
+    let port = bound.port();
+    match host.map(str::to_string).or_else(machine_name) {
+        Some(host) => format!("{host}:{port}"),
+        None => format!("port {port}"),
+    }
+}
+
+fn machine_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    is_dns_name(name).then(|| name.to_string())
+}
+
+fn status(http: &Http, q: &PageQuery, host: Option<&str>) -> Status {
+    let state = &*http.state;
+    let summary = http.page.get(state);
+    let now = now_ms();
+
+    let pages = summary.rows.len().div_ceil(PAGE_ROWS).max(1);
+    let number = q.page.unwrap_or(1).clamp(1, pages);
+    let first = (number - 1) * PAGE_ROWS;
+    let shown = &summary.rows[first..(first + PAGE_ROWS).min(summary.rows.len())];
+    let live: Vec<Option<(i32, i64, i64)>> = state.routes.read(|r| {
+        shown
+            .iter()
+            .map(|row| {
+                r.live(&row.cluster, &row.addr)
+                    .map(|l| (l.version, l.last_update_ms, l.timeout_ms))
+            })
+            .collect()
+    });
+    let rows = shown
+        .iter()
+        .zip(live)
+        .map(|(row, live)| BrokerView {
+            cluster: row.cluster.clone(),
+            name: row.name.clone(),
+            id: row.id,
+            role: if row.id == 0 { "master" } else { "slave" },
+            addr: row.addr.clone(),
+            version: live.map(|(v, ..)| version_name(v)),
+            heartbeat: live.map(|(_, at, timeout_ms)| {
+                let age_ms = (now - at).max(0);
+                Heartbeat {
+                    age_ms,
+                    timeout_ms,
+                    health: health(age_ms, timeout_ms),
+                }
+            }),
+            topics: row.topics,
+            flags: row.flags.names(),
+        })
+        .collect();
+
+    let changes = state
+        .events
+        .newest_first()
+        .into_iter()
+        .map(|e| ChangeView {
+            at_ms: e.at_ms,
+            kind: e.kind.key(),
+            label: e.kind.label(),
+            what: e.what,
+            detail: e.detail,
+        })
+        .collect();
+
+    let mut points = state.metrics.recent();
+    // An interval just begun says nothing yet about its rate.
+    if points.last().is_some_and(|p| p.secs < 1.0) {
+        points.pop();
+    }
+
+    Status {
+        server: ServerView {
+            address: advertised(state, host),
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_s: state.started.elapsed().as_secs(),
+            ready: state.is_ready(),
+        },
+        now_ms: now,
+        topics: summary.topics,
+        clusters: summary.clusters.iter().take(PAGE_ROWS).cloned().collect(),
+        clusters_more: summary.clusters.len().saturating_sub(PAGE_ROWS),
+        flagged: summary.flagged.iter().take(PAGE_ROWS).cloned().collect(),
+        flagged_more: summary.flagged.len().saturating_sub(PAGE_ROWS),
+        brokers: BrokerPage {
+            page: number,
+            pages,
+            total: summary.rows.len(),
+            first: first + 1,
+            rows,
+        },
+        changes,
+        series: SeriesView {
+            interval_s: SAMPLE_EVERY.as_secs(),
+            span_s: SAMPLE_EVERY.as_secs() * SAMPLES_KEPT as u64,
+            points,
+        },
+    }
+}
+
+fn request_host(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(host_of)
+        .map(str::to_string)
+}
+
+pub(super) async fn page(
+    AxumState(http): AxumState<Http>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let host = request_host(&headers);
+    // Walking a large registry takes long enough to hold up route lookups sharing the worker.
+    match tokio::task::spawn_blocking(move || render_page(&http, q, host.as_deref())).await {
+        Ok(page) => Html(page).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+pub(super) async fn json(
+    AxumState(http): AxumState<Http>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let host = request_host(&headers);
+    let built = tokio::task::spawn_blocking(move || {
+        serde_json::to_vec(&status(&http, &q, host.as_deref()))
+    })
+    .await;
+    match built {
+        Ok(Ok(body)) => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left}\
+th{background:#f3f3f3}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.5em}.muted{color:#777}\
+code{background:#f6f6f6;padding:0 .2em}\
+.charts{display:flex;flex-wrap:wrap;gap:2em}figure{margin:0}figcaption{font-size:.9em;margin-bottom:.3em}\
+svg.chart{border:1px solid #ddd;background:#fafafa}\
+svg.chart polyline{fill:none;stroke:#2f6fb0;stroke-width:1.5;marker:url(#dot)}\
+.hb-ok{color:#1a7f37}.hb-late{color:#5c3d00;background:#ffd966;padding:0 .3em}\
+.hb-expiring{color:#fff;background:#c62828;padding:0 .3em}.hb-dead{color:#777}\
+#attention li{color:#c62828}";
+
+/// Updates the page in place from `/status.json`; builds cells as text, never as markup,
+/// since names come from peers. Formats as the server does.
+const SCRIPT: &str = r#"(() => {
+  const $ = (id) => document.getElementById(id);
+  let polls = 0, last = null;
+  const secs = (ms) => { ms = Math.max(0, ms); return ms < 10000 ? (ms / 1000).toFixed(1) + ' s' : Math.floor(ms / 1000) + ' s'; };
+  const rate = (v) => v >= 10 ? v.toFixed(0) : v.toFixed(1);
+  const micros = (v) => v < 1000 ? v.toFixed(0) + ' µs' : v < 1e6 ? (v / 1000).toFixed(1) + ' ms' : (v / 1e6).toFixed(2) + ' s';
+  const clock = (ms) => new Date(ms).toISOString().slice(11, 19);
+  const uptime = (s) => s < 60 ? s + ' s' : s < 3600 ? Math.floor(s / 60) + ' min ' + s % 60 + ' s'
+    : s < 86400 ? Math.floor(s / 3600) + ' h ' + Math.floor(s % 3600 / 60) + ' min'
+    : Math.floor(s / 86400) + ' d ' + Math.floor(s % 86400 / 3600) + ' h';
+  function fill(id, rows) {
+    const table = $(id);
+    if (!table) return;
+    while (table.rows.length > 1) table.deleteRow(1);
+    for (const cells of rows) {
+      const tr = table.insertRow();
+      for (const c of cells) {
+        const td = tr.insertCell();
+        if (Array.isArray(c)) {
+          const span = document.createElement('span');
+          span.className = c[1];
+          span.textContent = c[0];
+          td.appendChild(span);
+        } else {
+          td.textContent = c;
+        }
+      }
+    }
+  }
+  function chart(id, points, now, span, fmt) {
+    const svg = $(id);
+    const shown = points.filter((p) => p[1] !== null);
+    const max = Math.max(0, ...shown.map((p) => p[1]));
+    const top = max > 0 ? max : 1;
+    const w = 300, h = 60;
+    svg.querySelector('polyline').setAttribute('points', shown.map(([at, v]) => {
+      const x = w * Math.max(0, 1 - (now - at) / span);
+      const y = h - 2 - (v / top) * (h - 4);
+      return x.toFixed(1) + ',' + y.toFixed(1);
+    }).join(' '));
+    svg.dataset.points = shown.length;
+    $(id + '-now').textContent = shown.length ? fmt(shown[shown.length - 1][1]) : '–';
+    $(id + '-max').textContent = shown.length ? fmt(max) : '–';
+  }
+  function show(s) {
+    $('address').textContent = s.server.address;
+    $('uptime').textContent = uptime(s.server.uptime_s);
+    $('ready').textContent = s.server.ready ? 'ready' : 'not ready';
+    fill('clusters', s.clusters.map((c) => [c.name, c.groups, c.addresses]));
+    const attention = $('attention');
+    attention.replaceChildren(...s.flagged.map((g) => {
+      const li = document.createElement('li');
+      li.textContent = g.cluster + ' / ' + g.name + ': ' + g.flags.join(', ');
+      return li;
+    }));
+    if (!s.flagged.length) {
+      const li = document.createElement('li');
+      li.className = 'muted';
+      li.textContent = 'no masterless or read-only groups';
+      attention.appendChild(li);
+    }
+    fill('brokers', s.brokers.rows.map((b) => [b.cluster, b.name, b.id, b.role, b.addr, b.version ?? '-',
+      b.heartbeat ? [secs(b.heartbeat.age_ms) + ' / ' + secs(b.heartbeat.timeout_ms), 'hb-' + b.heartbeat.health] : ['not live', 'hb-dead'],
+      b.topics, b.flags.join(', ')]));
+    document.querySelector('#topics p').textContent = s.topics + ' topics';
+    fill('changes', s.changes.map((e) => [clock(e.at_ms), e.label, e.what, e.detail]));
+    const span = s.series.span_s * 1000, points = s.series.points;
+    chart('chart-rate', points.map((p) => [p.at_ms, p.secs > 0 ? p.requests / p.secs : 0]), s.now_ms, span, rate);
+    chart('chart-p99', points.map((p) => [p.at_ms, p.p99_us]), s.now_ms, span, micros);
+    last = s.now_ms;
+    $('updated').textContent = 'updated ' + clock(last) + ' UTC';
+    document.body.dataset.polls = ++polls;
+  }
+  async function poll() {
+    try {
+      const answer = await fetch('status.json' + location.search, { cache: 'no-store' });
+      if (!answer.ok) throw new Error('HTTP ' + answer.status);
+      show(await answer.json());
+    } catch (e) {
+      $('updated').textContent = 'not updated' + (last ? ' since ' + clock(last) + ' UTC' : '') + ': ' + e.message;
+    }
+    setTimeout(poll, EVERY);
+  }
+  setTimeout(poll, EVERY);
+})();"#;
+
+fn uptime(s: u64) -> String {
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else if s < 86_400 {
+        format!("{} h {} min", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{} d {} h", s / 86_400, s % 86_400 / 3600)
+    }
+}
+
+/// `HH:MM:SS` of a Unix time in milliseconds, in UTC.
+fn clock(at_ms: i64) -> String {
+    let s = at_ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+}
+
+fn rate(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn micros(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.0} µs")
+    } else if v < 1e6 {
+        format!("{:.1} ms", v / 1000.0)
+    } else {
+        format!("{:.2} s", v / 1e6)
+    }
+}
+
+const CHART_W: f64 = 300.0;
+const CHART_H: f64 = 60.0;
+
+/// A line over the last 15 minutes, scaled to its largest value; the script redraws it alike.
+fn chart(
+    page: &mut String,
+    id: &str,
+    title: &str,
+    points: &[(i64, Option<f64>)],
+    now_ms: i64,
+    span_ms: f64,
+    fmt: fn(f64) -> String,
+) {
+    let shown: Vec<(i64, f64)> = points
+        .iter()
+        .filter_map(|(at, v)| v.map(|v| (*at, v)))
+        .collect();
+    let max = shown.iter().map(|p| p.1).fold(0.0, f64::max);
+    let top = if max > 0.0 { max } else { 1.0 };
+    let line: Vec<String> = shown
+        .iter()
+        .map(|(at, v)| {
+            let x = CHART_W * (1.0 - (now_ms - at) as f64 / span_ms).max(0.0);
+            let y = CHART_H - 2.0 - v / top * (CHART_H - 4.0);
+            format!("{x:.1},{y:.1}")
+        })
+        .collect();
+    let (now, max) = match shown.last() {
+        Some((_, v)) => (fmt(*v), fmt(max)),
+        None => ("–".to_string(), "–".to_string()),
+    };
+    let _ = write!(
+        page,
+        "<figure><figcaption>{title} <b id={id}-now>{now}</b> <span class=muted>· max <span id={id}-max>{max}</span> · last 15 min</span></figcaption>\
+         <svg id={id} class=chart viewBox=\"0 0 {CHART_W} {CHART_H}\" width={CHART_W} height={CHART_H} data-points={count} role=img aria-label=\"{title}\"><polyline points=\"{line}\"/></svg></figure>",
+        count = shown.len(),
+        line = line.join(" "),
+    );
+}
+
+fn cells(page: &mut String, cells: &[&str]) {
+    page.push_str("<tr>");
+    for cell in cells {
+        let _ = write!(page, "<td>{}</td>", esc(cell));
+    }
+    page.push_str("</tr>");
+}
+
+fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
+    let state = &*http.state;
+    let s = status(http, &q, host);
+    let mut page = String::new();
+    let addr = esc(&s.server.address);
+    let _ = write!(
+        page,
+        "<!doctype html><html><head><meta charset=utf-8><title>NameServer {addr}</title><style>{STYLE}</style></head>\
+         <body><h1>RocketMQ NameServer <span class=muted id=address>{addr}</span></h1>\
+         <p class=muted id=about>mqnamesrv {version} · up <span id=uptime>{up}</span> · <span id=ready>{ready}</span> · \
+         <span id=updated>as of {clock} UTC</span></p>",
+        version = s.server.version,
+        up = uptime(s.server.uptime_s),
+        ready = if s.server.ready { "ready" } else { "not ready" },
+        clock = clock(s.now_ms),
+    );
+
+    let span_ms = (s.series.span_s * 1000) as f64;
+    let points = &s.series.points;
+    let rates: Vec<(i64, Option<f64>)> = points
+        .iter()
+        .map(|p| {
+            let rate = if p.secs > 0.0 {
+                p.requests as f64 / p.secs
+            } else {
+                0.0
+            };
+            (p.at_ms, Some(rate))
+        })
+        .collect();
+    let p99s: Vec<(i64, Option<f64>)> = points.iter().map(|p| (p.at_ms, p.p99_us)).collect();
+    // A dot on every sample: with little history, the line alone is a sliver at the right.
+    page.push_str(
+        "<svg width=0 height=0 style=position:absolute aria-hidden=true><defs><marker id=dot \
+         markerUnits=userSpaceOnUse markerWidth=4 markerHeight=4 refX=2 refY=2>\
+         <circle cx=2 cy=2 r=2 fill=#2f6fb0 /></marker></defs></svg><div class=charts>",
+    );
+    chart(
+        &mut page,
+        "chart-rate",
+        "requests/s",
+        &rates,
+        s.now_ms,
+        span_ms,
+        rate,
+    );
+    chart(
+        &mut page,
+        "chart-p99",
+        "p99 latency",
+        &p99s,
+        s.now_ms,
+        span_ms,
+        micros,
+    );
+    page.push_str("</div>");
+
+    page.push_str(
+        "<h2>Clusters</h2><table id=clusters><tr><th>cluster</th><th>broker names</th><th>addresses</th></tr>",
+    );
+    for c in &s.clusters {
+        cells(
+            &mut page,
+            &[&c.name, &c.groups.to_string(), &c.addresses.to_string()],
+        );
+    }
+    page.push_str("</table>");
+    not_shown(&mut page, s.clusters_more, "clusters");
+
+    page.push_str("<h2>Attention</h2><ul id=attention>");
+    for g in &s.flagged {
+        let _ = write!(
+            page,
+            "<li>{} / {}: {}</li>",
+            esc(&g.cluster),
+            esc(&g.name),
+            g.flags.join(", ")
+        );
+    }
+    if s.flagged.is_empty() {
+        page.push_str("<li class=muted>no masterless or read-only groups</li>");
+    }
+    page.push_str("</ul>");
+    not_shown(&mut page, s.flagged_more, "flagged groups");
+
+    page.push_str(
+        "<h2>Brokers</h2><table id=brokers><tr><th>cluster</th><th>broker name</th><th>id</th><th>role</th>\
+         <th>address</th><th>version</th><th>heartbeat age / timeout</th><th>topics</th><th>flags</th></tr>",
+    );
+    for b in &s.brokers.rows {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&b.cluster),
+            esc(&b.name),
+            b.id,
+            b.role,
+            esc(&b.addr),
+            b.version.as_deref().unwrap_or("-"),
+        );
+        match &b.heartbeat {
+            Some(h) => {
+                let _ = write!(
+                    page,
+                    "<td><span class=hb-{}>{} / {}</span></td>",
+                    h.health,
+                    seconds(h.age_ms),
+                    seconds(h.timeout_ms)
+                );
+            }
+            None => page.push_str("<td><span class=hb-dead>not live</span></td>"),
+        }
+        let _ = write!(
+            page,
+            "<td>{}</td><td>{}</td></tr>",
+            b.topics,
+            b.flags.join(", ")
+        );
+    }
+    page.push_str("</table>");
+    let b = &s.brokers;
+    if b.pages > 1 {
+        let _ = write!(
+            page,
+            "<p id=pages>addresses {}–{} of {}, page {} of {}",
+            b.first,
+            b.first + b.rows.len() - 1,
+            b.total,
+            b.page,
+            b.pages
+        );
+        if b.page > 1 {
+            let _ = write!(page, " · <a href=\"?page={}\">previous</a>", b.page - 1);
+        }
+        if b.page < b.pages {
+            let _ = write!(page, " · <a href=\"?page={}\">next</a>", b.page + 1);
+        }
+        page.push_str("</p>");
+    }
+    let _ = write!(page, "<div id=topics><p>{} topics</p></div>", s.topics);
+
+    page.push_str(
+        "<h2>Recent changes</h2><table id=changes><tr><th>time (UTC)</th><th>change</th><th>of</th><th>detail</th></tr>",
+    );
+    for e in &s.changes {
+        cells(&mut page, &[&clock(e.at_ms), e.label, &e.what, &e.detail]);
+    }
+    page.push_str("</table>");
+
+    let _ = write!(
+        page,
+        "<h2>Topic route</h2><form method=get><input name=topic placeholder=topic value=\"{}\"> <button>Show</button></form>",
+        esc(q.topic.as_deref().unwrap_or(""))
+    );
+    if let Some(topic) = q.topic.as_deref().filter(|t| !t.is_empty()) {
+        route_section(&mut page, state, topic);
+    }
+
+    let (entries, total) = state.kv.first_entries(PAGE_ROWS);
+    page.push_str(
+        "<h2>KV namespaces</h2><table id=kv><tr><th>namespace</th><th>key</th><th>value</th></tr>",
+    );
+    for (ns, k, v) in &entries {
+        cells(&mut page, &[ns, k, v]);
+    }
+    page.push_str("</table>");
+    not_shown(&mut page, total - entries.len(), "KV entries");
+    let _ = write!(
+        page,
+        "<script>const EVERY = {POLL_MS};\n{SCRIPT}</script></body></html>"
+    );
+    page
+}
+
+fn not_shown(page: &mut String, hidden: usize, what: &str) {
+    if hidden > 0 {
+        let _ = write!(page, "<p class=muted>{hidden} more {what} not shown</p>");
+    }
+}
+
+fn route_section(page: &mut String, state: &State, topic: &str) {
+    match state.routes.route(topic, state.route_extras(topic)) {
+        None => {
+            let _ = write!(
+                page,
+                "<p id=route>No route for <code>{}</code></p>",
+                esc(topic)
+            );
+        }
+        Some(route) => {
+            let _ = write!(page, "<table id=route><tr><th>broker name</th><th>perm</th><th>read queues</th><th>write queues</th><th>addresses</th></tr>");
+            for qd in &route.queue_datas {
+                let addrs = route
+                    .broker_datas
+                    .iter()
+                    .find(|bd| bd.broker_name == qd.broker_name)
+                    .map(|bd| {
+                        bd.broker_addrs
+                            .iter()
+                            .map(|(id, a)| format!("{id}: {}", esc(a)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let _ = write!(
+                    page,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{addrs}</td></tr>",
+                    esc(&qd.broker_name),
+                    qd.perm,
+                    qd.read_queue_nums,
+                    qd.write_queue_nums
+                );
+            }
+            let json = String::from_utf8_lossy(&route.encode(JsonStyle::Standard)).into_owned();
+            let _ = write!(
+                page,
+                "</table><details><summary>JSON</summary><pre>{}</pre></details>",
+                esc(&json)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeats_turn_late_past_half_their_timeout_and_expiring_near_it() {
+        assert_eq!(health(0, 120_000), "ok");
+        assert_eq!(health(59_999, 120_000), "ok");
+        assert_eq!(health(60_000, 120_000), "late");
+        assert_eq!(health(107_999, 120_000), "late");
+        assert_eq!(health(108_000, 120_000), "expiring");
+        assert_eq!(
+            health(1, 0),
+            "expiring",
+            "a nonsensical timeout is not healthy"
+        );
+    }
+
+    #[test]
+    fn times_read_as_a_person_writes_them() {
+        assert_eq!(clock(1_700_000_000_000), "22:13:20");
+        assert_eq!(uptime(59), "59 s");
+        assert_eq!(uptime(61), "1 min 1 s");
+        assert_eq!(uptime(7260), "2 h 1 min");
+        assert_eq!(uptime(90_000), "1 d 1 h");
+        assert_eq!(micros(12.4), "12 µs");
+        assert_eq!(micros(2500.0), "2.5 ms");
+        assert_eq!(rate(4.26), "4.3");
+        assert_eq!(rate(1234.4), "1234");
+    }
+
+    #[test]
+    fn names_from_peers_cannot_become_markup() {
+        let mut page = String::new();
+        cells(&mut page, &["<script>x</script>", "a&b"]);
+        assert_eq!(
+            page,
+            "<tr><td>&lt;script&gt;x&lt;/script&gt;</td><td>a&amp;b</td></tr>"
+        );
+    }
+}
