@@ -134,6 +134,17 @@ pub fn route_request(topic: &str, version: i32) -> RemotingCommand {
 }
 
 /// GET_BROKER_CLUSTER_INFO, which must succeed.
+/// Registers `count` one-member groups `small000`, `small001`… of the cluster `b-cluster`, each
+/// with the base topics, for tests of pages and lists that must stay bounded.
+pub async fn register_small_brokers(client: &Client, count: usize) {
+    for i in 0..count {
+        let name: &'static str = Box::leak(format!("small{i:03}").into_boxed_str());
+        Broker::new("b-cluster", name, 0, &format!("127.0.0.2:{}", 20000 + i))
+            .register(client, &BASE_TOPICS, 1)
+            .await;
+    }
+}
+
 pub async fn cluster_info(client: &Client) -> ClusterInfo {
     let resp = call(
         client,

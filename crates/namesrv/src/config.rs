@@ -276,38 +276,17 @@ impl Settings {
             };
         }
         all.iter()
-            .map(|(k, v)| format!("{}={}\n", escape_key(k), escape_value(v)))
+            .map(|(k, v)| format!("{}={}\n", escape(k, true), escape(v, false)))
             .collect()
     }
 }
 
-/// Escapes a key as Java's `Properties.store` does: besides what values need, every character
-/// that would end the key early (whitespace, `=`, `:`) and the comment marks `#` and `!`.
-/// Control characters are written as `\uXXXX` so that the line stays one readable line.
-fn escape_key(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{c}' => out.push_str("\\f"),
-            ' ' | '=' | ':' | '#' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes what would change meaning when the listing is read back as properties: a line break
-/// in a value must not start a new (possibly blacklisted) key, and a trailing backslash must not
-/// swallow the next line.
-fn escape_value(text: &str) -> String {
+/// Escapes text for the listing as Java's `Properties.store` does. In values: a line break must
+/// not start a new (possibly blacklisted) key, a trailing backslash must not swallow the next
+/// line, a leading space must survive. Keys also escape every character that would end the key
+/// early (whitespace, `=`, `:`) and the comment marks `#` and `!`, and write control characters
+/// as `\uXXXX` so that the line stays one readable line.
+fn escape(text: &str, is_key: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.chars().enumerate() {
         match c {
@@ -316,7 +295,12 @@ fn escape_value(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{c}' => out.push_str("\\f"),
-            ' ' if i == 0 => out.push_str("\\ "),
+            ' ' if is_key || i == 0 => out.push_str("\\ "),
+            '=' | ':' | '#' | '!' if is_key => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if is_key && c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }

@@ -166,8 +166,8 @@ impl Default for Series {
 
 /// Only codes the server serves get a label of their own, whatever the answer (during a
 /// graceful shutdown every request is answered GO_AWAY, served code or not).
-fn code_label(code: i32) -> Code {
-    Code(crate::handler::is_served(code).then_some(code))
+fn code_label(code: i32, served: bool) -> Code {
+    Code(served.then_some(code))
 }
 
 impl Default for Metrics {
@@ -258,8 +258,9 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn request(&self, code: i32, result: i32, took: Duration) {
-        let code = code_label(code);
+    /// Counts a request; `served` says whether the server serves its code.
+    pub fn request(&self, code: i32, served: bool, result: i32, took: Duration) {
+        let code = code_label(code, served);
         self.requests
             .get_or_create(&RequestLabels { code, result })
             .inc();
@@ -414,17 +415,17 @@ mod tests {
         assert_eq!(p99_us(&[0; LATENCY_BUCKETS]), None);
         let m = Metrics::default();
         for _ in 0..990 {
-            m.request(105, 0, Duration::from_micros(3));
+            m.request(105, true, 0, Duration::from_micros(3));
         }
         for _ in 0..10 {
-            m.request(105, 0, Duration::from_millis(40));
+            m.request(105, true, 0, Duration::from_millis(40));
         }
         let now = m.recent();
         let current = now.last().unwrap();
         assert_eq!(current.requests, 1000);
         let p99 = current.p99_us.unwrap();
         assert!((3.0..3.6).contains(&p99), "{p99}");
-        m.request(105, 0, Duration::from_millis(40));
+        m.request(105, true, 0, Duration::from_millis(40));
         let p99 = m.recent().last().unwrap().p99_us.unwrap();
         assert!((40_000.0..48_000.0).contains(&p99), "{p99}");
     }
@@ -432,7 +433,7 @@ mod tests {
     #[test]
     fn samples_start_each_interval_afresh_and_keep_fifteen_minutes() {
         let m = Metrics::default();
-        m.request(105, 0, Duration::from_micros(5));
+        m.request(105, true, 0, Duration::from_micros(5));
         m.sample();
         m.sample();
         let recent = m.recent();

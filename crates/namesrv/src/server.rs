@@ -183,7 +183,9 @@ struct Limits {
 
 /// Frames up to this size are read without asking the memory budget, and decoded and served
 /// on the reader (unless their code blocks).
-const SMALL_FRAME: usize = handler::LARGE_BODY;
+/// Larger ones block by their size alone, whatever their code: decoding megabytes on an async
+/// worker would stall every connection sharing it.
+const SMALL_FRAME: usize = 64 * 1024;
 
 /// A large frame's claim on the decode budget, in KiB: its own bytes and what decoding them may
 /// build (typed structures a few times the text; small lenient bodies a tree of many times it).

@@ -174,10 +174,6 @@ fn table_rows(page: &str, id: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
-}
-
 /// All broker rows, page after page, as (name, topics).
 async fn all_broker_rows(server: &Server) -> (Vec<(String, usize)>, Vec<usize>, String) {
     let first = server.http_get("/").await;
@@ -212,16 +208,7 @@ async fn the_status_page_counts_topics_per_broker_pages_its_rows_and_follows_cha
     Broker::new("a-cluster", "big", 0, "127.0.0.1:10911")
         .register(&client, &topics, 1)
         .await;
-    for i in 0..250 {
-        Broker::new(
-            "b-cluster",
-            leak(format!("small{i:03}")),
-            0,
-            &format!("127.0.0.2:{}", 20000 + i),
-        )
-        .register(&client, &BASE_TOPICS, 1)
-        .await;
-    }
+    register_small_brokers(&client, 250).await;
 
     let (rows, per_page, first) = all_broker_rows(&server).await;
     assert_eq!(per_page, vec![200, 51], "251 addresses, 200 per page");

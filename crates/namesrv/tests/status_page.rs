@@ -312,24 +312,11 @@ async fn chromium_sees_charts_fill_flags_and_a_silent_broker_turn_amber_then_exp
     drop(silent_conn);
 }
 
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
-}
-
 #[tokio::test]
 async fn status_json_shows_one_page_of_brokers_the_kept_changes_and_the_series() {
     let server = MQNAMESRV.start();
     let client = server.client().await;
-    for i in 0..250 {
-        Broker::new(
-            "b-cluster",
-            leak(format!("small{i:03}")),
-            0,
-            &format!("127.0.0.2:{}", 20000 + i),
-        )
-        .register(&client, &BASE_TOPICS, 1)
-        .await;
-    }
+    register_small_brokers(&client, 250).await;
     // More changes than are kept: 250 brokers joined, their topics, and these.
     for i in 0..60 {
         call(&client, put_kv_request("ns", &format!("k{i:03}"), "v")).await;

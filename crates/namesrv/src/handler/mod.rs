@@ -134,19 +134,10 @@ pub fn facts(code: i32) -> Option<Facts> {
     Some(facts)
 }
 
-/// A request body larger than this is served off the reader whatever its code: decoding
-/// megabytes on an async worker would stall every connection sharing it.
-pub const LARGE_BODY: usize = 64 * 1024;
-
-/// Whether the request may block and so must not run on the connection's reader.
+/// Whether the request may block and so must not run on the connection's reader. (Frames
+/// large enough to block by their size alone never reach the reader: see `server`.)
 pub fn may_block(request: &RemotingCommand) -> bool {
-    request.body.as_ref().is_some_and(|b| b.len() > LARGE_BODY)
-        || facts(request.code).is_some_and(|f| f.blocking)
-}
-
-/// Whether the NameServer serves this request code.
-pub fn is_served(code: i32) -> bool {
-    facts(code).is_some()
+    facts(request.code).is_some_and(|f| f.blocking)
 }
 
 /// Serves one request; `None` for oneway requests, which are never answered.
@@ -185,9 +176,12 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
             RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
         })
     };
-    state
-        .metrics
-        .request(request.code, response.code, started.elapsed());
+    state.metrics.request(
+        request.code,
+        facts.is_some(),
+        response.code,
+        started.elapsed(),
+    );
     (!request.is_oneway()).then_some(response)
 }
 
