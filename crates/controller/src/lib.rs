@@ -1,1 +1,54 @@
+//! The RocketMQ 5.x controller (RIP-44): it assigns broker ids, elects each broker group's
+//! master, keeps the sync-state sets and tells brokers when roles change. Its state is replicated
+//! with openraft among the nodes of `controllerDLegerPeers`; it runs standalone (`mqcontroller`)
+//! or inside the NameServer (`enableControllerInNamesrv=true`).
 
+pub mod config;
+pub mod handler;
+pub mod heartbeat;
+pub mod node;
+pub mod notify;
+pub mod raft;
+pub mod server;
+pub mod state;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use config::ControllerConfig;
+pub use node::Controller;
+
+/// A running controller node.
+pub struct Running {
+    pub controller: Arc<Controller>,
+    pub addr: std::net::SocketAddr,
+    stop: CancellationToken,
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// Binds the node's own peer address, opens its store and starts serving.
+pub async fn start(config: ControllerConfig) -> anyhow::Result<Running> {
+    let self_addr = config.self_peer().addr.clone();
+    let listener = server::bind(&self_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {self_addr}: {e}"))?;
+    let addr = listener.local_addr()?;
+    let controller = Controller::start(config).await?;
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(server::serve(listener, controller.clone(), stop.clone()));
+    Ok(Running {
+        controller,
+        addr,
+        stop,
+        server,
+    })
+}
+
+impl Running {
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.server.await;
+        self.controller.shutdown().await;
+    }
+}

@@ -1,1 +1,76 @@
-fn main() {}
+//! `mqcontroller -c controller.conf`: a standalone controller node, as Java's `ControllerStartup`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use namesrv_controller::ControllerConfig;
+
+#[derive(Parser)]
+#[command(
+    name = "mqcontroller",
+    about = "RocketMQ controller (RIP-44) replicated with openraft"
+)]
+struct Cli {
+    /// Controller config properties file (Java's controller.conf keys).
+    #[arg(short = 'c', long = "configFile")]
+    config_file: Option<PathBuf>,
+    /// Print every config item and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config_item: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let props = match &cli.config_file {
+        Some(path) => match std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| rocketmq_wire::properties::parse(&b).map_err(|e| e.to_string()))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("cannot read {}: {e}", path.display());
+                return ExitCode::from(255);
+            }
+        },
+        None => Vec::new(),
+    };
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let config = match ControllerConfig::from_properties(&props, &home) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(255);
+        }
+    };
+    if cli.print_config_item {
+        print!("{}", config.listing());
+        return ExitCode::SUCCESS;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,openraft=off".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(255);
+        }
+    };
+    runtime.block_on(async move {
+        let running = match namesrv_controller::start(config).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{e:#}");
+                return ExitCode::from(255);
+            }
+        };
+        println!("Controller Server boot success, address {}", running.addr);
+        let _ = tokio::signal::ctrl_c().await;
+        running.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}

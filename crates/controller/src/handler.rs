@@ -1,0 +1,334 @@
+//! The controller's requests, one `match` over the request code. Headers are read as Java reads
+//! them (absent or unparsable numbers count as absent); answers carry Java's header fields,
+//! bodies and response codes.
+
+use std::sync::Arc;
+
+use rocketmq_wire::RemotingCommand;
+
+use crate::heartbeat::{BrokerKey, Heartbeat, DEFAULT_TIMEOUT};
+use crate::node::{response, Controller, Refusal};
+use crate::raft::codes;
+use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
+
+pub mod request {
+    pub const BROKER_HEARTBEAT: i32 = 904;
+    pub const ALTER_SYNC_STATE_SET: i32 = 1001;
+    pub const ELECT_MASTER: i32 = 1002;
+    pub const REGISTER_BROKER: i32 = 1003;
+    pub const GET_REPLICA_INFO: i32 = 1004;
+    pub const GET_METADATA_INFO: i32 = 1005;
+    pub const GET_SYNC_STATE_DATA: i32 = 1006;
+    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
+    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
+    pub const CLEAN_BROKER_DATA: i32 = 1011;
+    pub const GET_NEXT_BROKER_ID: i32 = 1012;
+    pub const APPLY_BROKER_ID: i32 = 1013;
+}
+
+/// Serves one request; `None` for a oneway request.
+pub async fn handle(
+    controller: &Arc<Controller>,
+    req: &RemotingCommand,
+    connection: u64,
+) -> Option<RemotingCommand> {
+    let answer = match req.code {
+        request::BROKER_HEARTBEAT => heartbeat(controller, req, connection),
+        request::GET_METADATA_INFO => metadata(controller),
+        request::UPDATE_CONTROLLER_CONFIG => update_config(controller, req),
+        request::GET_CONTROLLER_CONFIG => {
+            Answer::ok().body(controller.config().listing().into_bytes())
+        }
+        request::ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
+        request::ELECT_MASTER => elect_master(controller, req).await,
+        request::REGISTER_BROKER => match (
+            req.ext("clusterName"),
+            req.ext("brokerName"),
+            req.ext_i64("brokerId"),
+            req.ext("brokerAddress"),
+        ) {
+            (Some(cluster), Some(name), Some(id), Some(addr)) => {
+                let cmd = Command::RegisterBroker {
+                    cluster_name: cluster.to_string(),
+                    broker_name: name.to_string(),
+                    broker_id: id,
+                    broker_address: addr.to_string(),
+                    alive: controller.alive_ids(name),
+                };
+                reply_of(controller.write(cmd).await)
+            }
+            _ => invalid("clusterName, brokerName, brokerId and brokerAddress are required"),
+        },
+        request::GET_REPLICA_INFO => match req.ext("brokerName") {
+            Some(name) => reply_of(controller.read(|a| a.state.replica_info(name)).await),
+            None => invalid("brokerName is required"),
+        },
+        request::GET_SYNC_STATE_DATA => {
+            match req.body.as_deref().and_then(parse_broker_names) {
+                Some(names) if !names.is_empty() => reply_of(
+                    controller
+                        .read(|a| {
+                            let alive = |c: &str, n: &str, id: i64| controller.is_active(c, n, id);
+                            a.state.sync_state_data(&names, &alive)
+                        })
+                        .await,
+                ),
+                // Java answers a request without broker names with a bare, unset response.
+                _ => Answer::code(response::SYSTEM_ERROR, "not set any response code"),
+            }
+        }
+        request::CLEAN_BROKER_DATA => match req.ext("brokerName") {
+            Some(name) => {
+                let cmd = Command::CleanBrokerData {
+                    cluster_name: req.ext("clusterName").map(String::from),
+                    broker_name: name.to_string(),
+                    ids_to_clean: req.ext("brokerControllerIdsToClean").map(String::from),
+                    clean_living_broker: req.ext_bool("isCleanLivingBroker").unwrap_or(false),
+                    alive: controller.alive_ids(name),
+                };
+                reply_of(controller.write(cmd).await)
+            }
+            None => invalid("brokerName is required"),
+        },
+        request::GET_NEXT_BROKER_ID => match (req.ext("clusterName"), req.ext("brokerName")) {
+            (Some(cluster), Some(name)) => reply_of(
+                controller
+                    .read(|a| a.state.next_broker_id(cluster, name))
+                    .await,
+            ),
+            _ => invalid("clusterName and brokerName are required"),
+        },
+        request::APPLY_BROKER_ID => match (
+            req.ext("clusterName"),
+            req.ext("brokerName"),
+            req.ext_i64("appliedBrokerId"),
+            req.ext("registerCheckCode"),
+        ) {
+            (Some(cluster), Some(name), Some(id), Some(check)) => {
+                let cmd = Command::ApplyBrokerId {
+                    cluster_name: cluster.to_string(),
+                    broker_name: name.to_string(),
+                    applied_broker_id: id,
+                    register_check_code: check.to_string(),
+                };
+                reply_of(controller.write(cmd).await)
+            }
+            _ => invalid(
+                "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
+            ),
+        },
+        codes::RAFT_APPEND_ENTRIES => {
+            raft_call(req, |rpc| controller.raft().append_entries(rpc)).await
+        }
+        codes::RAFT_VOTE => raft_call(req, |rpc| controller.raft().vote(rpc)).await,
+        codes::RAFT_INSTALL_SNAPSHOT => {
+            raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
+        }
+        other => Answer::code(
+            response::REQUEST_CODE_NOT_SUPPORTED,
+            &format!(" request type {other} not supported"),
+        ),
+    };
+    if req.is_oneway() {
+        return None;
+    }
+    Some(answer.into_response(req))
+}
+
+/// A response under construction.
+pub struct Answer {
+    code: i32,
+    remark: Option<String>,
+    fields: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+}
+
+impl Answer {
+    fn ok() -> Self {
+        Answer::code(response::SUCCESS, "")
+    }
+
+    fn code(code: i32, remark: &str) -> Self {
+        Answer {
+            code,
+            remark: (!remark.is_empty()).then(|| remark.to_string()),
+            fields: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn body(mut self, body: Vec<u8>) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    fn field(mut self, key: &str, value: impl ToString) -> Self {
+        self.fields.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    fn into_response(self, req: &RemotingCommand) -> RemotingCommand {
+        let mut resp = RemotingCommand::response_to(req, self.code).with_empty_ext();
+        for (k, v) in self.fields {
+            resp = resp.with_ext(&k, v);
+        }
+        if let Some(remark) = self.remark {
+            resp = resp.with_remark(remark);
+        }
+        if let Some(body) = self.body {
+            resp = resp.with_body(body);
+        }
+        resp
+    }
+}
+
+fn invalid(remark: &str) -> Answer {
+    Answer::code(response::CONTROLLER_INVALID_REQUEST, remark)
+}
+
+fn reply_of(result: Result<Reply, Refusal>) -> Answer {
+    match result {
+        Ok(reply) => Answer {
+            code: reply.code,
+            remark: reply.remark,
+            fields: reply.fields,
+            body: reply.body,
+        },
+        Err(Refusal::NotLeader) => Answer::code(
+            response::CONTROLLER_NOT_LEADER,
+            "The controller is not in leader state",
+        ),
+        Err(Refusal::Failed(e)) => Answer::code(response::SYSTEM_ERROR, &e),
+    }
+}
+
+fn heartbeat(controller: &Arc<Controller>, req: &RemotingCommand, connection: u64) -> Answer {
+    let Some(broker_id) = req.ext_i64("brokerId") else {
+        return invalid("Heart beat with empty brokerId");
+    };
+    let timeout = req
+        .ext_i64("heartbeatTimeoutMills")
+        .filter(|t| *t > 0)
+        .map_or(DEFAULT_TIMEOUT, |t| {
+            std::time::Duration::from_millis(t as u64)
+        });
+    let key = BrokerKey {
+        cluster_name: req.ext("clusterName").unwrap_or_default().to_string(),
+        broker_name: req.ext("brokerName").unwrap_or_default().to_string(),
+        broker_id,
+    };
+    let beat = Heartbeat {
+        broker_addr: req.ext("brokerAddr").unwrap_or_default().to_string(),
+        timeout,
+        epoch: req.ext_i64("epoch").map_or(-1, |e| e as i32),
+        max_offset: req.ext_i64("maxOffset").unwrap_or(-1),
+        confirm_offset: req.ext_i64("confirmOffset").unwrap_or(-1),
+        // A broker that says nothing has the lowest priority, as Java's broker default does.
+        election_priority: req.ext_i64("electionPriority").map_or(i32::MAX, |p| {
+            p.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+        }),
+        connection,
+    };
+    controller.on_heartbeat(key, beat);
+    Answer::code(response::SUCCESS, "Heart beat success")
+}
+
+fn metadata(controller: &Arc<Controller>) -> Answer {
+    let config = controller.config();
+    let peers: String = config
+        .peers
+        .iter()
+        .map(|p| format!("{}:{};", p.id, p.addr))
+        .collect();
+    let mut answer = Answer::ok()
+        .field("group", &config.group)
+        .field("isLeader", controller.is_leader())
+        .field("peers", peers);
+    if let Some((id, addr)) = controller.leader() {
+        answer = answer
+            .field("controllerLeaderId", id)
+            .field("controllerLeaderAddress", addr);
+    }
+    answer
+}
+
+fn update_config(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+    let Some(body) = req.body.as_deref() else {
+        return Answer::ok();
+    };
+    let props = match rocketmq_wire::properties::parse(body) {
+        Ok(p) => p,
+        Err(_) => return Answer::code(response::SYSTEM_ERROR, "string2Properties error"),
+    };
+    match controller.update_config(&props) {
+        Ok(()) => Answer::ok(),
+        Err(_) => Answer::code(
+            response::NO_PERMISSION,
+            "Can not update config in black list.",
+        ),
+    }
+}
+
+async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+    let (Some(name), Some(master), Some(master_epoch)) = (
+        req.ext("brokerName"),
+        req.ext_i64("masterBrokerId"),
+        req.ext_i64("masterEpoch"),
+    ) else {
+        return invalid("brokerName, masterBrokerId and masterEpoch are required");
+    };
+    let Some((set, set_epoch)) = req.body.as_deref().and_then(parse_sync_state_set) else {
+        return invalid("the body must be a SyncStateSet");
+    };
+    let cmd = Command::AlterSyncStateSet {
+        broker_name: name.to_string(),
+        master_broker_id: master,
+        master_epoch: master_epoch as i32,
+        new_sync_state_set: set,
+        sync_state_set_epoch: set_epoch,
+        alive: controller.alive_ids(name),
+    };
+    reply_of(controller.write(cmd).await)
+}
+
+async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+    let Some(name) = req.ext("brokerName") else {
+        return invalid("brokerName is required");
+    };
+    let cmd = Command::ElectMaster {
+        broker_name: name.to_string(),
+        broker_id: req.ext_i64("brokerId"),
+        designate_elect: req.ext_bool("designateElect").unwrap_or(false),
+        unclean: controller.elect_unclean(),
+        live: controller.live_of(name),
+    };
+    let result = controller.write(cmd).await;
+    if let Ok(reply) = &result {
+        controller.after_election(reply);
+    }
+    reply_of(result)
+}
+
+/// A Raft message from another node of the group: the answer's body is the JSON of the local
+/// Raft's result, error included, for the sender to hand back to its own Raft.
+async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> Answer
+where
+    Req: serde::de::DeserializeOwned,
+    Resp: serde::Serialize,
+    E: serde::Serialize,
+    F: FnOnce(Req) -> Fut,
+    Fut: std::future::Future<Output = Result<Resp, E>>,
+{
+    let Some(rpc) = req
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<Req>(b).ok())
+    else {
+        return invalid("malformed raft message");
+    };
+    let result = call(rpc).await;
+    match serde_json::to_vec(&result) {
+        Ok(body) => Answer::ok().body(body),
+        Err(e) => Answer::code(response::SYSTEM_ERROR, &e.to_string()),
+    }
+}

@@ -1,0 +1,220 @@
+//! Which brokers this node hears from. Brokers send their heartbeat (904) to every controller
+//! node they can reach, so every node keeps its own table and a new leader already knows who is
+//! alive; the table is not replicated (liveness is a fact about now, not state).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::state::LiveBroker;
+
+/// Java's default `controllerHeartBeatTimeoutMills`, used when a heartbeat does not say.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BrokerKey {
+    pub cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    pub broker_addr: String,
+    pub timeout: Duration,
+    pub epoch: i32,
+    pub max_offset: i64,
+    pub confirm_offset: i64,
+    pub election_priority: i32,
+    /// The connection it came on: when that closes, the broker counts as gone at once.
+    pub connection: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    beat: Heartbeat,
+    last: Instant,
+}
+
+#[derive(Default)]
+pub struct LiveTable {
+    brokers: HashMap<BrokerKey, Entry>,
+}
+
+/// One broker's entry as the status page and metrics show it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveView {
+    pub cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub broker_addr: String,
+    pub epoch: i32,
+    pub max_offset: i64,
+    pub election_priority: i32,
+    pub silent_ms: u64,
+}
+
+impl LiveTable {
+    pub fn on_heartbeat(&mut self, key: BrokerKey, beat: Heartbeat, now: Instant) {
+        self.brokers.insert(key, Entry { beat, last: now });
+    }
+
+    pub fn is_active(
+        &self,
+        cluster_name: &str,
+        broker_name: &str,
+        broker_id: i64,
+        now: Instant,
+    ) -> bool {
+        let key = BrokerKey {
+            cluster_name: cluster_name.to_string(),
+            broker_name: broker_name.to_string(),
+            broker_id,
+        };
+        self.brokers
+            .get(&key)
+            .is_some_and(|e| now.duration_since(e.last) <= e.beat.timeout)
+    }
+
+    /// The live members of a broker name with what the election weighs, whatever cluster they
+    /// said (the controller knows a broker name in one cluster only).
+    pub fn live_of(&self, broker_name: &str, now: Instant) -> BTreeMap<i64, LiveBroker> {
+        self.brokers
+            .iter()
+            .filter(|(k, e)| {
+                k.broker_name == broker_name && now.duration_since(e.last) <= e.beat.timeout
+            })
+            .map(|(k, e)| {
+                (
+                    k.broker_id,
+                    LiveBroker {
+                        broker_id: k.broker_id,
+                        epoch: e.beat.epoch,
+                        max_offset: e.beat.max_offset,
+                        election_priority: e.beat.election_priority,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    pub fn alive_ids(&self, broker_name: &str, now: Instant) -> BTreeSet<i64> {
+        self.live_of(broker_name, now).into_keys().collect()
+    }
+
+    /// Removes the brokers whose heartbeat is overdue and returns them.
+    pub fn expire(&mut self, now: Instant) -> Vec<BrokerKey> {
+        let gone: Vec<BrokerKey> = self
+            .brokers
+            .iter()
+            .filter(|(_, e)| now.duration_since(e.last) > e.beat.timeout)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &gone {
+            self.brokers.remove(k);
+        }
+        gone
+    }
+
+    /// Removes the brokers whose heartbeats came on a connection that has closed.
+    pub fn on_connection_closed(&mut self, connection: u64) -> Vec<BrokerKey> {
+        let gone: Vec<BrokerKey> = self
+            .brokers
+            .iter()
+            .filter(|(_, e)| e.beat.connection == connection)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &gone {
+            self.brokers.remove(k);
+        }
+        gone
+    }
+
+    pub fn view(&self, now: Instant) -> Vec<LiveView> {
+        let mut all: Vec<LiveView> = self
+            .brokers
+            .iter()
+            .map(|(k, e)| LiveView {
+                cluster_name: k.cluster_name.clone(),
+                broker_name: k.broker_name.clone(),
+                broker_id: k.broker_id,
+                broker_addr: e.beat.broker_addr.clone(),
+                epoch: e.beat.epoch,
+                max_offset: e.beat.max_offset,
+                election_priority: e.beat.election_priority,
+                silent_ms: now.duration_since(e.last).as_millis() as u64,
+            })
+            .collect();
+        all.sort_by(|a, b| (&a.broker_name, a.broker_id).cmp(&(&b.broker_name, b.broker_id)));
+        all
+    }
+
+    pub fn len(&self) -> usize {
+        self.brokers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.brokers.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str, id: i64) -> BrokerKey {
+        BrokerKey {
+            cluster_name: "c".into(),
+            broker_name: name.into(),
+            broker_id: id,
+        }
+    }
+
+    fn beat(conn: u64, epoch: i32) -> Heartbeat {
+        Heartbeat {
+            broker_addr: "127.0.0.1:10911".into(),
+            timeout: Duration::from_secs(10),
+            epoch,
+            max_offset: 100,
+            confirm_offset: 90,
+            election_priority: 0,
+            connection: conn,
+        }
+    }
+
+    #[test]
+    fn a_broker_is_active_until_its_own_timeout_passes() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
+        assert!(table.is_active("c", "a", 1, t0 + Duration::from_secs(10)));
+        assert!(!table.is_active("c", "a", 1, t0 + Duration::from_secs(11)));
+        assert!(table.expire(t0 + Duration::from_secs(5)).is_empty());
+        assert_eq!(
+            table.expire(t0 + Duration::from_secs(11)),
+            vec![key("a", 1)]
+        );
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_closed_connection_takes_only_its_own_brokers() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
+        table.on_heartbeat(key("a", 2), beat(2, 3), t0);
+        assert_eq!(table.on_connection_closed(1), vec![key("a", 1)]);
+        assert_eq!(table.alive_ids("a", t0), BTreeSet::from([2]));
+    }
+
+    #[test]
+    fn live_facts_carry_what_the_election_weighs() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
+        table.on_heartbeat(key("b", 1), beat(1, 9), t0);
+        let live = table.live_of("a", t0);
+        assert_eq!(live.len(), 1);
+        assert_eq!(live[&1].epoch, 3);
+        assert_eq!(live[&1].max_offset, 100);
+    }
+}

@@ -1,0 +1,412 @@
+//! One controller node: its Raft member, its heartbeat table, its settings and the background
+//! duties of a leader (electing a master when one goes silent, announcing role changes).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, ServerState};
+use parking_lot::{Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ControllerConfig;
+use crate::heartbeat::{BrokerKey, LiveTable, LiveView, DEFAULT_TIMEOUT};
+use crate::notify::Notifier;
+use crate::raft::network::Network;
+use crate::raft::store::{self, Applied, LogStore, StateMachine};
+use crate::raft::Raft;
+use crate::state::{Command, GroupView, Reply, RoleChange};
+
+/// Response codes of the controller's answers (Java's `ResponseCode`).
+pub mod response {
+    pub const SUCCESS: i32 = 0;
+    pub const SYSTEM_ERROR: i32 = 1;
+    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
+    pub const NO_PERMISSION: i32 = 16;
+    pub const CONTROLLER_MASTER_NOT_AVAILABLE: i32 = 2004;
+    pub const CONTROLLER_INVALID_REQUEST: i32 = 2005;
+    pub const CONTROLLER_NOT_LEADER: i32 = 2007;
+    pub const CONTROLLER_MASTER_STILL_EXIST: i32 = 2011;
+    pub const CONTROLLER_ELECT_MASTER_FAILED: i32 = 2012;
+}
+
+/// Raft timing: a leader that dies is replaced in about two seconds, well inside the ten seconds
+/// a broker waits before it counts a controller as gone.
+fn raft_config(group: &str) -> openraft::Config {
+    openraft::Config {
+        cluster_name: group.to_string(),
+        heartbeat_interval: 250,
+        election_timeout_min: 1_000,
+        election_timeout_max: 2_000,
+        install_snapshot_timeout: 5_000,
+        ..Default::default()
+    }
+}
+
+/// Counters the metrics and the status page read.
+#[derive(Default)]
+pub struct Counters {
+    pub elections_new_master: AtomicU64,
+    pub elections_kept_master: AtomicU64,
+    pub elections_no_master: AtomicU64,
+    pub role_notifications: AtomicU64,
+    pub heartbeats: AtomicU64,
+}
+
+pub struct Controller {
+    config: RwLock<ControllerConfig>,
+    raft: Raft,
+    applied: Arc<RwLock<Applied>>,
+    live: Mutex<LiveTable>,
+    notifier: Notifier,
+    pub counters: Counters,
+    /// When this node last became leader: a new leader waits one heartbeat timeout before it
+    /// judges masters by its own table, so that a node that has just started never mistakes
+    /// "not heard yet" for "gone".
+    leader_since: Mutex<Option<Instant>>,
+    shutdown: CancellationToken,
+}
+
+/// Why a request could not be answered from the replicated state.
+pub enum Refusal {
+    NotLeader,
+    Failed(String),
+}
+
+impl Controller {
+    /// Opens the node's store and joins (or, the first time, forms) the group.
+    pub async fn start(config: ControllerConfig) -> anyhow::Result<Arc<Controller>> {
+        let db = store::open(&config.store_path)?;
+        let log = LogStore::new(db.clone());
+        let sm = StateMachine::open(db)?;
+        let applied = sm.shared();
+        let node_id = config.self_node_id();
+        let raft_cfg = Arc::new(raft_config(&config.group).validate()?);
+        let raft = Raft::new(node_id, raft_cfg, Network, log, sm).await?;
+        if !raft.is_initialized().await? {
+            let members: BTreeMap<u64, BasicNode> = config
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as u64, BasicNode::new(&p.addr)))
+                .collect();
+            // Every node proposes the same membership; whichever forms the group first wins
+            // and the others' attempts are refused harmlessly.
+            if let Err(e) = raft.initialize(members).await {
+                tracing::debug!("group already formed: {e}");
+            }
+        }
+        let controller = Arc::new(Controller {
+            config: RwLock::new(config),
+            raft,
+            applied,
+            live: Mutex::new(LiveTable::default()),
+            notifier: Notifier::default(),
+            counters: Counters::default(),
+            leader_since: Mutex::new(None),
+            shutdown: CancellationToken::new(),
+        });
+        tokio::spawn(watch_role(controller.clone()));
+        tokio::spawn(scan_silent_brokers(controller.clone()));
+        tokio::spawn(scan_inactive_masters(controller.clone()));
+        Ok(controller)
+    }
+
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+    }
+
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    pub fn config(&self) -> ControllerConfig {
+        self.config.read().clone()
+    }
+
+    pub fn update_config(&self, props: &[(String, String)]) -> Result<(), String> {
+        let mut config = self.config.write();
+        if let Some((k, _)) = props.iter().find(|(k, _)| config.is_blacklisted(k)) {
+            return Err(k.clone());
+        }
+        config.apply_update(props);
+        Ok(())
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// (leader id, leader address) as the group's members are named in the config.
+    pub fn leader(&self) -> Option<(String, String)> {
+        let leader = self.raft.metrics().borrow().current_leader?;
+        let config = self.config.read();
+        config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
+    }
+
+    pub fn raft_status(&self) -> RaftStatus {
+        let m = self.raft.metrics().borrow().clone();
+        RaftStatus {
+            state: format!("{:?}", m.state),
+            term: m.current_term,
+            leader: m.current_leader,
+            last_applied: m.last_applied.map(|l| l.index),
+        }
+    }
+
+    pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat) {
+        self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
+        self.live.lock().on_heartbeat(key, beat, Instant::now());
+    }
+
+    pub fn is_active(&self, cluster: &str, broker_name: &str, id: i64) -> bool {
+        self.live
+            .lock()
+            .is_active(cluster, broker_name, id, Instant::now())
+    }
+
+    pub fn live_view(&self) -> Vec<LiveView> {
+        self.live.lock().view(Instant::now())
+    }
+
+    pub fn groups(&self) -> Vec<GroupView> {
+        self.applied.read().state.groups()
+    }
+
+    /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
+    pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
+        let gone = self.live.lock().on_connection_closed(connection);
+        for key in gone {
+            self.clone().on_broker_inactive(key);
+        }
+    }
+
+    /// Proposes a command and waits until it is applied; the reply is the state machine's.
+    pub async fn write(&self, cmd: Command) -> Result<Reply, Refusal> {
+        match self.raft.client_write(cmd).await {
+            Ok(resp) => Ok(resp.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) => {
+                Err(Refusal::NotLeader)
+            }
+            Err(e) => Err(Refusal::Failed(e.to_string())),
+        }
+    }
+
+    /// Runs `f` on the state once this node has confirmed it is still the leader and has
+    /// applied everything committed before the call.
+    pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, Refusal> {
+        match self.raft.ensure_linearizable().await {
+            Ok(_) => Ok(f(&self.applied.read())),
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => {
+                Err(Refusal::NotLeader)
+            }
+            Err(e) => Err(Refusal::Failed(e.to_string())),
+        }
+    }
+
+    /// The facts of a broker name's live members, fixed into an election command.
+    pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::state::LiveBroker> {
+        self.live.lock().live_of(broker_name, Instant::now())
+    }
+
+    pub fn alive_ids(&self, broker_name: &str) -> std::collections::BTreeSet<i64> {
+        self.live.lock().alive_ids(broker_name, Instant::now())
+    }
+
+    pub fn elect_unclean(&self) -> bool {
+        self.config.read().elect_unclean_master
+    }
+
+    /// Counts an election's outcome and, when a new master was chosen, tells the group.
+    pub fn after_election(&self, reply: &Reply) {
+        let counter = match reply.code {
+            response::SUCCESS => &self.counters.elections_new_master,
+            response::CONTROLLER_MASTER_STILL_EXIST => &self.counters.elections_kept_master,
+            _ => &self.counters.elections_no_master,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if reply.code == response::SUCCESS {
+            if let Some(change) = &reply.role_change {
+                self.announce(change);
+            }
+        }
+    }
+
+    /// Sends NOTIFY_BROKER_ROLE_CHANGED to the group's members this node hears from.
+    fn announce(&self, change: &RoleChange) {
+        if !self.config.read().notify_broker_role_changed || change.master_broker_id.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let targets: Vec<String> = {
+            let live = self.live.lock();
+            change
+                .members
+                .iter()
+                .filter(|(id, _)| {
+                    live.is_active(&change.cluster_name, &change.broker_name, **id, now)
+                })
+                .map(|(_, addr)| addr.clone())
+                .collect()
+        };
+        for addr in targets {
+            self.counters
+                .role_notifications
+                .fetch_add(1, Ordering::Relaxed);
+            self.notifier.notify(addr, change.clone());
+        }
+    }
+
+    /// A broker went silent or its connection closed. Only the leader acts, and only when the
+    /// broker was its group's master.
+    fn on_broker_inactive(self: Arc<Self>, key: BrokerKey) {
+        tracing::info!(
+            "broker {}:{} id {} is inactive",
+            key.cluster_name,
+            key.broker_name,
+            key.broker_id
+        );
+        if !self.is_leader() {
+            return;
+        }
+        let is_master = self
+            .applied
+            .read()
+            .state
+            .master_of(&key.broker_name)
+            .is_some_and(|(id, _)| id == key.broker_id);
+        if is_master {
+            tokio::spawn(async move { self.trigger_election(&key.broker_name).await });
+        }
+    }
+
+    /// Java's controller-triggered election, retried as `electMasterMaxRetryCount` says.
+    async fn trigger_election(&self, broker_name: &str) {
+        let retries = self.config.read().elect_master_max_retry_count;
+        for attempt in 0..retries {
+            let cmd = Command::ElectMaster {
+                broker_name: broker_name.to_string(),
+                broker_id: None,
+                designate_elect: false,
+                unclean: self.elect_unclean(),
+                live: self.live_of(broker_name),
+            };
+            match self.write(cmd).await {
+                Ok(reply) => {
+                    self.after_election(&reply);
+                    if reply.code == response::SUCCESS {
+                        tracing::info!("elected a new master for {broker_name}");
+                        return;
+                    }
+                    tracing::warn!(
+                        "election for {broker_name} failed (attempt {}): {} {}",
+                        attempt + 1,
+                        reply.code,
+                        reply.remark.unwrap_or_default()
+                    );
+                }
+                Err(Refusal::NotLeader) => return,
+                Err(Refusal::Failed(e)) => {
+                    tracing::warn!("election for {broker_name} not replicated: {e}");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    fn settled_leader(&self) -> bool {
+        self.is_leader()
+            && self
+                .leader_since
+                .lock()
+                .is_some_and(|t| t.elapsed() >= DEFAULT_TIMEOUT)
+    }
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RaftStatus {
+    pub state: String,
+    pub term: u64,
+    pub leader: Option<u64>,
+    pub last_applied: Option<u64>,
+}
+
+/// Notes when this node becomes leader or stops being one.
+async fn watch_role(controller: Arc<Controller>) {
+    let mut metrics = controller.raft.metrics();
+    loop {
+        let leader = metrics.borrow().state == ServerState::Leader;
+        {
+            let mut since = controller.leader_since.lock();
+            match (leader, since.is_some()) {
+                (true, false) => {
+                    tracing::info!("this controller node is now the leader");
+                    *since = Some(Instant::now());
+                }
+                (false, true) => {
+                    tracing::info!("this controller node is no longer the leader");
+                    *since = None;
+                }
+                _ => {}
+            }
+        }
+        tokio::select! {
+            _ = controller.shutdown.cancelled() => return,
+            changed = metrics.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+/// Every node expires silent brokers from its own table; the leader reacts.
+async fn scan_silent_brokers(controller: Arc<Controller>) {
+    loop {
+        let interval = controller.config.read().scan_not_active_broker_interval_ms;
+        tokio::select! {
+            _ = controller.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
+        }
+        let gone = controller.live.lock().expire(Instant::now());
+        for key in gone {
+            controller.clone().on_broker_inactive(key);
+        }
+    }
+}
+
+/// The leader looks for groups whose master is silent while another member is alive: this
+/// catches a master that died while another node led, or whose election failed before.
+async fn scan_inactive_masters(controller: Arc<Controller>) {
+    loop {
+        let interval = controller.config.read().scan_inactive_master_interval_ms;
+        tokio::select! {
+            _ = controller.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
+        }
+        if !controller.settled_leader() {
+            continue;
+        }
+        let names = {
+            let now = Instant::now();
+            let live = controller.live.lock();
+            let alive = |c: &str, n: &str, id: i64| live.is_active(c, n, id, now);
+            controller
+                .applied
+                .read()
+                .state
+                .groups_needing_reelection(&alive)
+        };
+        for name in names {
+            controller.trigger_election(&name).await;
+        }
+    }
+}
+
+/// A connection id source for the heartbeat table.
+pub fn next_connection_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

@@ -1,0 +1,30 @@
+//! Replication of the controller's state with openraft: the type configuration, the on-disk log
+//! and state machine ([`store`]) and the transport between our nodes ([`network`]).
+
+pub mod network;
+pub mod store;
+
+use std::io::Cursor;
+
+use crate::state::{Command, Reply};
+
+openraft::declare_raft_types!(
+    /// Log entries are controller commands; applying one answers the request it carries.
+    pub TypeConfig:
+        D = Command,
+        R = Reply,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+);
+
+pub type Raft = openraft::Raft<TypeConfig>;
+
+/// Request codes of the Raft traffic between our own nodes, on the peer port. Java uses
+/// 1014–1018 for its JRaft internals; these are outside every range Java assigns.
+pub mod codes {
+    pub const RAFT_APPEND_ENTRIES: i32 = 1190;
+    pub const RAFT_VOTE: i32 = 1191;
+    pub const RAFT_INSTALL_SNAPSHOT: i32 = 1192;
+}

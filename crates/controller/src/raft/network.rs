@@ -1,0 +1,146 @@
+//! Raft messages between our nodes travel as remoting frames on the peer port (the port brokers
+//! use), with private request codes and JSON bodies, so a controller node needs one port as
+//! Java's does.
+
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{AnyError, BasicNode};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::RemotingCommand;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::codes;
+use super::TypeConfig;
+
+type NodeId = u64;
+
+/// Makes one connection per peer, on demand.
+#[derive(Clone, Default)]
+pub struct Network;
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerLink;
+
+    async fn new_client(&mut self, _target: NodeId, node: &BasicNode) -> Self::Network {
+        PeerLink {
+            addr: node.addr.clone(),
+            client: None,
+        }
+    }
+}
+
+pub struct PeerLink {
+    addr: String,
+    client: Option<Client>,
+}
+
+/// How a call failed before the peer could answer.
+enum Failure {
+    Unreachable(String),
+    Network(String),
+}
+
+impl PeerLink {
+    async fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &mut self,
+        code: i32,
+        req: &Req,
+        timeout: Duration,
+    ) -> Result<Resp, Failure> {
+        let body = serde_json::to_vec(req).map_err(|e| Failure::Network(e.to_string()))?;
+        let client = match &self.client {
+            Some(c) => c.clone(),
+            None => {
+                let connect = tokio::time::timeout(timeout, Client::connect(self.addr.as_str()));
+                let c = match connect.await {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(e)) => return Err(Failure::Unreachable(e.to_string())),
+                    Err(_) => return Err(Failure::Unreachable("connect timed out".into())),
+                };
+                self.client = Some(c.clone());
+                c
+            }
+        };
+        let request = RemotingCommand::request(code).with_body(body);
+        let resp = match client.invoke(request, timeout).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.client = None;
+                return Err(Failure::Network(e.to_string()));
+            }
+        };
+        if resp.code != 0 {
+            return Err(Failure::Network(format!(
+                "peer answered {}: {}",
+                resp.code,
+                resp.remark.unwrap_or_default()
+            )));
+        }
+        let body = resp.body.unwrap_or_default();
+        serde_json::from_slice(&body).map_err(|e| Failure::Network(e.to_string()))
+    }
+}
+
+fn rpc_error<E: std::error::Error>(f: Failure) -> RPCError<NodeId, BasicNode, E> {
+    match f {
+        Failure::Unreachable(m) => RPCError::Unreachable(Unreachable::new(&AnyError::error(m))),
+        Failure::Network(m) => RPCError::Network(NetworkError::new(&AnyError::error(m))),
+    }
+}
+
+/// The answer to a Raft call: the receiving node's own result, error included.
+type Answer<T, E> = Result<T, RaftError<NodeId, E>>;
+
+fn settle<T, E: std::error::Error>(
+    answer: Result<Answer<T, E>, Failure>,
+) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+    match answer {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(RPCError::RemoteError(openraft::error::RemoteError::new(
+            0, e,
+        ))),
+        Err(f) => Err(rpc_error(f)),
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerLink {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        settle(
+            self.call(codes::RAFT_APPEND_ENTRIES, &rpc, option.hard_ttl())
+                .await,
+        )
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        settle(
+            self.call(codes::RAFT_INSTALL_SNAPSHOT, &rpc, option.hard_ttl())
+                .await,
+        )
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        settle(self.call(codes::RAFT_VOTE, &rpc, option.hard_ttl()).await)
+    }
+}

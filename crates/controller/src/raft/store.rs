@@ -1,0 +1,370 @@
+//! The node's durable Raft state in one redb database (`raft.redb` in the store path): the log,
+//! the vote, the committed index and the latest snapshot. Every write is a redb transaction,
+//! fsynced at commit, so a crash leaves either the old or the new state. The state machine itself
+//! lives in memory: it is rebuilt at start from the snapshot plus the committed log.
+
+use std::fmt::Debug;
+use std::io::Cursor;
+use std::ops::RangeBounds;
+use std::path::Path;
+use std::sync::Arc;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine, Snapshot};
+use openraft::{
+    AnyError, Entry, EntryPayload, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder,
+    SnapshotMeta, StorageError, StorageIOError, StoredMembership, Vote,
+};
+use parking_lot::RwLock;
+use redb::{Database, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use super::TypeConfig;
+use crate::state::{ControllerState, Reply};
+
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const VOTE: &str = "vote";
+const COMMITTED: &str = "committed";
+const PURGED: &str = "last_purged";
+const SNAPSHOT: &str = "snapshot";
+
+type NodeId = u64;
+type StoreResult<T> = Result<T, StorageError<NodeId>>;
+
+fn io_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::write(AnyError::error(e.to_string())).into()
+}
+
+fn read_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::read(AnyError::error(e.to_string())).into()
+}
+
+/// Opens (creating if needed) the database of a node.
+pub fn open(dir: &Path) -> anyhow::Result<Arc<Database>> {
+    std::fs::create_dir_all(dir)?;
+    let db = Database::create(dir.join("raft.redb"))?;
+    let tx = db.begin_write()?;
+    tx.open_table(LOG)?;
+    tx.open_table(META)?;
+    tx.commit()?;
+    Ok(Arc::new(db))
+}
+
+/// Runs a database operation off the async workers: a commit waits for fsync.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> StoreResult<T> + Send + 'static,
+) -> StoreResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(io_error)?
+}
+
+fn get_meta<T: for<'de> Deserialize<'de>>(db: &Database, key: &str) -> StoreResult<Option<T>> {
+    let tx = db.begin_read().map_err(read_error)?;
+    let table = tx.open_table(META).map_err(read_error)?;
+    match table.get(key).map_err(read_error)? {
+        Some(v) => serde_json::from_slice(v.value())
+            .map(Some)
+            .map_err(read_error),
+        None => Ok(None),
+    }
+}
+
+fn put_meta<T: Serialize>(db: &Database, key: &str, value: &T) -> StoreResult<()> {
+    let bytes = serde_json::to_vec(value).map_err(io_error)?;
+    let tx = db.begin_write().map_err(io_error)?;
+    tx.open_table(META)
+        .map_err(io_error)?
+        .insert(key, bytes.as_slice())
+        .map_err(io_error)?;
+    tx.commit().map_err(io_error)
+}
+
+#[derive(Clone)]
+pub struct LogStore {
+    db: Arc<Database>,
+}
+
+impl LogStore {
+    pub fn new(db: Arc<Database>) -> Self {
+        LogStore { db }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> StoreResult<Vec<Entry<TypeConfig>>> {
+        let db = self.db.clone();
+        let start = range.start_bound().cloned();
+        let end = range.end_bound().cloned();
+        blocking(move || {
+            let tx = db.begin_read().map_err(read_error)?;
+            let table = tx.open_table(LOG).map_err(read_error)?;
+            let mut out = Vec::new();
+            for item in table.range::<u64>((start, end)).map_err(read_error)? {
+                let (_, v) = item.map_err(read_error)?;
+                out.push(serde_json::from_slice(v.value()).map_err(read_error)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> StoreResult<LogState<TypeConfig>> {
+        let db = self.db.clone();
+        blocking(move || {
+            let last_purged: Option<LogId<NodeId>> = get_meta(&db, PURGED)?;
+            let tx = db.begin_read().map_err(read_error)?;
+            let table = tx.open_table(LOG).map_err(read_error)?;
+            let last = match table.last().map_err(read_error)? {
+                Some((_, v)) => {
+                    let entry: Entry<TypeConfig> =
+                        serde_json::from_slice(v.value()).map_err(read_error)?;
+                    Some(entry.log_id)
+                }
+                None => last_purged,
+            };
+            Ok(LogState {
+                last_purged_log_id: last_purged,
+                last_log_id: last,
+            })
+        })
+        .await
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> StoreResult<()> {
+        let (db, vote) = (self.db.clone(), *vote);
+        blocking(move || put_meta(&db, VOTE, &vote)).await
+    }
+
+    async fn read_vote(&mut self) -> StoreResult<Option<Vote<NodeId>>> {
+        let db = self.db.clone();
+        blocking(move || get_meta(&db, VOTE)).await
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> StoreResult<()> {
+        let db = self.db.clone();
+        blocking(move || put_meta(&db, COMMITTED, &committed)).await
+    }
+
+    async fn read_committed(&mut self) -> StoreResult<Option<LogId<NodeId>>> {
+        let db = self.db.clone();
+        blocking(move || Ok(get_meta::<Option<LogId<NodeId>>>(&db, COMMITTED)?.flatten())).await
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> StoreResult<()>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut encoded = Vec::new();
+        for entry in entries {
+            encoded.push((
+                entry.log_id.index,
+                serde_json::to_vec(&entry).map_err(io_error)?,
+            ));
+        }
+        let db = self.db.clone();
+        let result = blocking(move || {
+            let tx = db.begin_write().map_err(io_error)?;
+            {
+                let mut table = tx.open_table(LOG).map_err(io_error)?;
+                for (index, bytes) in &encoded {
+                    table.insert(*index, bytes.as_slice()).map_err(io_error)?;
+                }
+            }
+            tx.commit().map_err(io_error)
+        })
+        .await;
+        callback.log_io_completed(
+            result
+                .as_ref()
+                .map(|_| ())
+                .map_err(|e| std::io::Error::other(e.to_string())),
+        );
+        result
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
+        let db = self.db.clone();
+        blocking(move || {
+            let tx = db.begin_write().map_err(io_error)?;
+            tx.open_table(LOG)
+                .map_err(io_error)?
+                .retain_in(log_id.index.., |_, _| false)
+                .map_err(io_error)?;
+            tx.commit().map_err(io_error)
+        })
+        .await
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
+        let db = self.db.clone();
+        blocking(move || {
+            let bytes = serde_json::to_vec(&log_id).map_err(io_error)?;
+            let tx = db.begin_write().map_err(io_error)?;
+            tx.open_table(META)
+                .map_err(io_error)?
+                .insert(PURGED, bytes.as_slice())
+                .map_err(io_error)?;
+            tx.open_table(LOG)
+                .map_err(io_error)?
+                .retain_in(..=log_id.index, |_, _| false)
+                .map_err(io_error)?;
+            tx.commit().map_err(io_error)
+        })
+        .await
+    }
+}
+
+/// What the state machine holds, and what a snapshot carries.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Applied {
+    pub last_applied: Option<LogId<NodeId>>,
+    pub membership: StoredMembership<NodeId, openraft::BasicNode>,
+    pub state: ControllerState,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredSnapshot {
+    meta: SnapshotMeta<NodeId, openraft::BasicNode>,
+    data: Vec<u8>,
+}
+
+/// The state machine: shared with the request handlers, which read it directly (reads go
+/// through the leader's linearizable check first).
+#[derive(Clone)]
+pub struct StateMachine {
+    db: Arc<Database>,
+    applied: Arc<RwLock<Applied>>,
+}
+
+impl StateMachine {
+    /// Loads the latest snapshot, if any, as the starting state.
+    pub fn open(db: Arc<Database>) -> anyhow::Result<Self> {
+        let applied = match get_meta::<StoredSnapshot>(&db, SNAPSHOT)? {
+            Some(snap) => serde_json::from_slice(&snap.data)?,
+            None => Applied::default(),
+        };
+        Ok(StateMachine {
+            db,
+            applied: Arc::new(RwLock::new(applied)),
+        })
+    }
+
+    pub fn shared(&self) -> Arc<RwLock<Applied>> {
+        self.applied.clone()
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> StoreResult<Snapshot<TypeConfig>> {
+        let (data, last, membership) = {
+            let applied = self.applied.read();
+            (
+                serde_json::to_vec(&*applied).map_err(io_error)?,
+                applied.last_applied,
+                applied.membership.clone(),
+            )
+        };
+        let snapshot_id = match last {
+            Some(l) => format!("{}-{}-{}", l.leader_id.term, l.leader_id.node_id, l.index),
+            None => "empty".to_string(),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: last,
+            last_membership: membership,
+            snapshot_id,
+        };
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data: data.clone(),
+        };
+        let db = self.db.clone();
+        blocking(move || put_meta(&db, SNAPSHOT, &stored)).await?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = StateMachine;
+
+    async fn applied_state(
+        &mut self,
+    ) -> StoreResult<(
+        Option<LogId<NodeId>>,
+        StoredMembership<NodeId, openraft::BasicNode>,
+    )> {
+        let applied = self.applied.read();
+        Ok((applied.last_applied, applied.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> StoreResult<Vec<Reply>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut applied = self.applied.write();
+        let mut replies = Vec::new();
+        for entry in entries {
+            applied.last_applied = Some(entry.log_id);
+            match entry.payload {
+                EntryPayload::Blank => replies.push(Reply::default()),
+                EntryPayload::Normal(cmd) => replies.push(applied.state.apply(&cmd)),
+                EntryPayload::Membership(m) => {
+                    applied.membership = StoredMembership::new(Some(entry.log_id), m);
+                    replies.push(Reply::default());
+                }
+            }
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> StoreResult<Box<Cursor<Vec<u8>>>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> StoreResult<()> {
+        let data = snapshot.into_inner();
+        let mut installed: Applied = serde_json::from_slice(&data).map_err(read_error)?;
+        installed.last_applied = meta.last_log_id;
+        installed.membership = meta.last_membership.clone();
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data,
+        };
+        let db = self.db.clone();
+        // Durable first: a crash between the two leaves the node restarting from this snapshot.
+        blocking(move || put_meta(&db, SNAPSHOT, &stored)).await?;
+        *self.applied.write() = installed;
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> StoreResult<Option<Snapshot<TypeConfig>>> {
+        let db = self.db.clone();
+        let stored: Option<StoredSnapshot> = blocking(move || get_meta(&db, SNAPSHOT)).await?;
+        Ok(stored.map(|s| Snapshot {
+            meta: s.meta,
+            snapshot: Box::new(Cursor::new(s.data)),
+        }))
+    }
+}
