@@ -239,6 +239,14 @@ impl Settings {
         );
     }
 
+    /// Every key of the config file that is not a server config key, in key order.
+    pub fn extras(&self) -> Vec<(String, String)> {
+        self.extras
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// A key of the config file that is not a server config key (TLS settings, for one).
     pub fn extra(&self, key: &str) -> Option<&str> {
         self.extras.get(key).map(String::as_str)

@@ -69,6 +69,8 @@ use crate::state::State;
 pub struct Endpoints {
     pub remoting: SocketAddr,
     pub http: Option<SocketAddr>,
+    /// The embedded controller's port, when `enableControllerInNamesrv` is on.
+    pub controller: Option<SocketAddr>,
 }
 
 async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListener> {
@@ -100,9 +102,17 @@ pub async fn run(
     hurry: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let server = &settings.server;
-    if server.enable_controller_in_namesrv {
-        tracing::warn!("enableControllerInNamesrv is not supported; no controller is started");
-    }
+    // Java reads the controller's keys from the NameServer's own config file.
+    let controller = if server.enable_controller_in_namesrv {
+        let home = std::env::var_os("HOME")
+            .map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from);
+        let config =
+            namesrv_controller::ControllerConfig::from_properties(&settings.extras(), &home)
+                .context("enableControllerInNamesrv is on but the controller config is invalid")?;
+        Some(namesrv_controller::start(config).await?)
+    } else {
+        None
+    };
     // The KV store and the route snapshot clear their own leftovers when they load.
     persist::remove_stale_temps(std::path::Path::new(&server.config_store_path));
     let kv = KvStore::open(server.kv_config_path.clone().into())?;
@@ -193,6 +203,7 @@ pub async fn run(
         decode_budget: Arc::new(tokio::sync::Semaphore::new(decode_budget_kib as usize)),
         decode_budget_kib,
         remoting_addr: local,
+        controller: controller.as_ref().map(|c| c.controller.clone()),
         started: Instant::now(),
         shutting_down: Default::default(),
     });
@@ -219,6 +230,7 @@ pub async fn run(
     on_ready(Endpoints {
         remoting: local,
         http: http_addr,
+        controller: controller.as_ref().map(|c| c.addr),
     });
 
     shutdown.await;
@@ -244,6 +256,9 @@ pub async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(10), tracker.wait()).await;
     if let Some(writer) = snapshot_writer {
         let _ = writer.await;
+    }
+    if let Some(controller) = controller {
+        controller.shutdown().await;
     }
     Ok(())
 }

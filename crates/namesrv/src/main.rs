@@ -69,6 +69,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(namesrv::run(
         settings,
         |endpoints| {
+            if endpoints.controller.is_some() {
+                println!("The ControllerManager boot success. serializeType=JSON");
+            }
             if let Some(http) = endpoints.http {
                 println!("The Name Server HTTP port: http://{http}");
             }
@@ -98,8 +101,10 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
 
-    let filter =
-        || tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| "info,openraft=off".into())
+    };
     let console = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)

@@ -45,6 +45,8 @@ pub struct State {
     pub decode_budget_kib: u32,
     /// Where the remoting listener is bound.
     pub remoting_addr: SocketAddr,
+    /// The embedded controller node, when `enableControllerInNamesrv` is on.
+    pub controller: Option<Arc<namesrv_controller::Controller>>,
     pub started: Instant,
     pub shutting_down: AtomicBool,
 }
