@@ -8,6 +8,7 @@
 //! path, so Cargo is never run from a test.
 
 mod broker;
+mod controller;
 mod frames;
 mod probes;
 mod server;
@@ -15,6 +16,7 @@ mod tls;
 mod tools;
 
 pub use broker::*;
+pub use controller::*;
 pub use frames::*;
 pub use probes::*;
 pub use server::*;

@@ -69,9 +69,6 @@ fn main() -> ExitCode {
     let result = runtime.block_on(namesrv::run(
         settings,
         |endpoints| {
-            if endpoints.controller.is_some() {
-                println!("The ControllerManager boot success. serializeType=JSON");
-            }
             if let Some(http) = endpoints.http {
                 println!("The Name Server HTTP port: http://{http}");
             }
@@ -81,6 +78,10 @@ fn main() -> ExitCode {
             );
             tracing::info!("{line}");
             println!("{line}");
+            // After the NameServer's line: tools read the address from the first boot line.
+            if let Some(controller) = endpoints.controller {
+                println!("The ControllerManager boot success. serializeType=JSON, address {controller}");
+            }
         },
         nth_signal(signals.clone(), 1),
         nth_signal(signals, 2),

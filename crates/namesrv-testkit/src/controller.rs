@@ -1,0 +1,399 @@
+//! Controller mode: NameServers that each embed a controller node (the layout of Java's
+//! `cluster-3n-namesrv-plugin`), and a broker that follows the controller protocol as a Java
+//! 5.x broker in controller mode does (ids from the controller, heartbeats to every node,
+//! elections, sync-state sets, registration with the NameServers under its role).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rocketmq_wire::client::Client;
+use rocketmq_wire::RemotingCommand;
+use tempfile::TempDir;
+
+use crate::broker::{dv, Broker};
+use crate::server::{Launch, Server};
+
+pub const BROKER_HEARTBEAT: i32 = 904;
+pub const ALTER_SYNC_STATE_SET: i32 = 1001;
+pub const ELECT_MASTER: i32 = 1002;
+pub const REGISTER_BROKER_TO_CONTROLLER: i32 = 1003;
+pub const GET_REPLICA_INFO: i32 = 1004;
+pub const GET_METADATA_INFO: i32 = 1005;
+pub const GET_SYNC_STATE_DATA: i32 = 1006;
+pub const CLEAN_BROKER_DATA: i32 = 1011;
+pub const GET_NEXT_BROKER_ID: i32 = 1012;
+pub const APPLY_BROKER_ID: i32 = 1013;
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A free loopback port (free when asked; good enough for tests on one machine).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// NameServers with embedded controller nodes, on fixed ports so that a restarted node comes
+/// back where its peers and brokers expect it.
+pub struct ControllerCluster {
+    launch: Launch,
+    homes: Vec<TempDir>,
+    props: Vec<String>,
+    pub nodes: Vec<Option<Server>>,
+    /// Each node's controller address, in node order.
+    pub controllers: Vec<String>,
+    /// Each node's NameServer address, in node order.
+    pub namesrvs: Vec<String>,
+}
+
+impl ControllerCluster {
+    /// Starts `n` nodes; `extra` is appended to every node's config file.
+    pub fn start(launch: Launch, n: usize, extra: &str) -> Self {
+        let controllers: Vec<String> = (0..n).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+        let namesrv_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let peers: Vec<String> = controllers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("n{i}-{a}"))
+            .collect();
+        let mut cluster = ControllerCluster {
+            launch,
+            homes: Vec::new(),
+            props: Vec::new(),
+            nodes: Vec::new(),
+            namesrvs: namesrv_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
+            controllers,
+        };
+        for (i, port) in namesrv_ports.iter().enumerate() {
+            let home = tempfile::tempdir().unwrap();
+            let props = format!(
+                "listenPort={port}\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=test\n\
+                 controllerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\ncontrollerStorePath={}\n{extra}",
+                peers.join(";"),
+                home.path().join("controller").display()
+            );
+            cluster.homes.push(home);
+            cluster.props.push(props);
+            cluster.nodes.push(None);
+        }
+        for i in 0..n {
+            cluster.restart(i);
+        }
+        cluster
+    }
+
+    pub fn home(&self, i: usize) -> PathBuf {
+        self.homes[i].path().to_path_buf()
+    }
+
+    /// SIGKILL for a process of its own.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut node) = self.nodes[i].take() {
+            node.kill();
+        }
+    }
+
+    /// Starts node `i` again on its home, store and ports.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let server = self.launch.start_in(self.homes[i].path(), &self.props[i]);
+        self.nodes[i] = Some(server);
+    }
+
+    pub fn is_running(&self, i: usize) -> bool {
+        self.nodes[i].is_some()
+    }
+
+    /// `host:port;host:port` of the controller nodes, as brokers' `controllerAddr` lists them.
+    pub fn controller_addr(&self) -> String {
+        self.controllers.join(";")
+    }
+
+    /// The node that says it leads, once a majority agrees on one, within `limit`.
+    pub async fn leader(&self, limit: Duration) -> Option<usize> {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            for (i, addr) in self.controllers.iter().enumerate() {
+                if !self.is_running(i) {
+                    continue;
+                }
+                if let Some(resp) = request(addr, RemotingCommand::request(GET_METADATA_INFO)).await {
+                    if resp.ext("isLeader") == Some("true") {
+                        return Some(i);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+}
+
+/// One request on a fresh connection; `None` if the node cannot be reached or does not answer.
+pub async fn request(addr: &str, cmd: RemotingCommand) -> Option<RemotingCommand> {
+    let client = tokio::time::timeout(CALL_TIMEOUT, Client::connect(addr))
+        .await
+        .ok()?
+        .ok()?;
+    client.invoke(cmd, CALL_TIMEOUT).await.ok()
+}
+
+/// What GET_REPLICA_INFO says of a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaInfo {
+    pub master_id: Option<i64>,
+    pub master_addr: Option<String>,
+    pub master_epoch: i32,
+    pub sync_state_set: BTreeSet<i64>,
+    pub sync_state_set_epoch: i32,
+}
+
+/// A broker in controller mode, reduced to its dealings with the controller and the NameServers.
+pub struct ControllerBroker {
+    pub cluster: &'static str,
+    pub name: &'static str,
+    pub addr: String,
+    /// Its controller-assigned id, once it has one (kept across restarts, as the broker's
+    /// metadata file keeps it).
+    pub id: Option<i64>,
+    pub register_check_code: String,
+    pub max_offset: i64,
+    /// The newest master epoch it knows of, as its heartbeats report.
+    pub epoch: i32,
+    pub heartbeat_timeout_ms: u64,
+    links: Vec<Option<Client>>,
+    namesrv_links: Vec<Option<Client>>,
+}
+
+impl ControllerBroker {
+    pub fn new(cluster: &'static str, name: &'static str, addr: &str) -> Self {
+        ControllerBroker {
+            cluster,
+            name,
+            addr: addr.to_string(),
+            id: None,
+            register_check_code: format!("{addr};{}", now_ms()),
+            max_offset: 0,
+            epoch: 0,
+            heartbeat_timeout_ms: 10_000,
+            links: Vec::new(),
+            namesrv_links: Vec::new(),
+        }
+    }
+
+    /// Drops every connection, as a killed broker's sockets close.
+    pub fn disconnect(&mut self) {
+        self.links.clear();
+        self.namesrv_links.clear();
+    }
+
+    async fn link(&mut self, controllers: &[String], i: usize) -> Option<Client> {
+        if self.links.len() < controllers.len() {
+            self.links.resize(controllers.len(), None);
+        }
+        if self.links[i].is_none() {
+            let connect = tokio::time::timeout(CALL_TIMEOUT, Client::connect(controllers[i].as_str()));
+            self.links[i] = connect.await.ok().and_then(Result::ok);
+        }
+        self.links[i].clone()
+    }
+
+    /// Sends `cmd` to node `i` over this broker's connection to it; a failure drops the link.
+    pub async fn call(&mut self, controllers: &[String], i: usize, cmd: RemotingCommand) -> Option<RemotingCommand> {
+        let client = self.link(controllers, i).await?;
+        match client.invoke(cmd, CALL_TIMEOUT).await {
+            Ok(resp) => Some(resp),
+            Err(_) => {
+                self.links[i] = None;
+                None
+            }
+        }
+    }
+
+    /// The node that says it leads, asked as a broker asks (1005 to each node).
+    pub async fn find_leader(&mut self, controllers: &[String]) -> Option<usize> {
+        for i in 0..controllers.len() {
+            let resp = self
+                .call(controllers, i, RemotingCommand::request(GET_METADATA_INFO))
+                .await;
+            if let Some(leader) = resp.as_ref().and_then(|r| r.ext("controllerLeaderAddress")) {
+                if let Some(pos) = controllers.iter().position(|c| c == leader) {
+                    return Some(pos);
+                }
+            }
+        }
+        None
+    }
+
+    /// 904 to every node it can reach, oneway.
+    pub async fn heartbeat(&mut self, controllers: &[String]) {
+        let Some(id) = self.id else { return };
+        for i in 0..controllers.len() {
+            let Some(client) = self.link(controllers, i).await else {
+                continue;
+            };
+            let cmd = RemotingCommand::request(BROKER_HEARTBEAT)
+                .with_ext("clusterName", self.cluster)
+                .with_ext("brokerAddr", &self.addr)
+                .with_ext("brokerName", self.name)
+                .with_ext("brokerId", id)
+                .with_ext("epoch", self.epoch)
+                .with_ext("maxOffset", self.max_offset)
+                .with_ext("confirmOffset", self.max_offset)
+                .with_ext("heartbeatTimeoutMills", self.heartbeat_timeout_ms)
+                .with_ext("electionPriority", 0);
+            if client.send_oneway(cmd).await.is_err() {
+                self.links[i] = None;
+            }
+        }
+    }
+
+    /// Gets an id (1012, 1013) unless it has one, then registers (1003), all on the leader.
+    /// The answer of 1003.
+    pub async fn register(&mut self, controllers: &[String]) -> Option<RemotingCommand> {
+        let leader = self.find_leader(controllers).await?;
+        if self.id.is_none() {
+            let next = self
+                .call(
+                    controllers,
+                    leader,
+                    RemotingCommand::request(GET_NEXT_BROKER_ID)
+                        .with_ext("clusterName", self.cluster)
+                        .with_ext("brokerName", self.name),
+                )
+                .await?;
+            let id = next.ext_i64("nextBrokerId")?;
+            let applied = self
+                .call(
+                    controllers,
+                    leader,
+                    RemotingCommand::request(APPLY_BROKER_ID)
+                        .with_ext("clusterName", self.cluster)
+                        .with_ext("brokerName", self.name)
+                        .with_ext("appliedBrokerId", id)
+                        .with_ext("registerCheckCode", &self.register_check_code),
+                )
+                .await?;
+            if applied.code != 0 {
+                return Some(applied);
+            }
+            self.id = Some(id);
+        }
+        self.heartbeat(controllers).await;
+        self.call(
+            controllers,
+            leader,
+            RemotingCommand::request(REGISTER_BROKER_TO_CONTROLLER)
+                .with_ext("clusterName", self.cluster)
+                .with_ext("brokerName", self.name)
+                .with_ext("brokerId", self.id?)
+                .with_ext("brokerAddress", &self.addr),
+        )
+        .await
+    }
+
+    /// 1002 for itself, as a broker that finds no master does.
+    pub async fn elect_self(&mut self, controllers: &[String]) -> Option<RemotingCommand> {
+        let leader = self.find_leader(controllers).await?;
+        let cmd = RemotingCommand::request(ELECT_MASTER)
+            .with_ext("clusterName", self.cluster)
+            .with_ext("brokerName", self.name)
+            .with_ext("brokerId", self.id?)
+            .with_ext("designateElect", false)
+            .with_ext("invokeTime", 0);
+        self.call(controllers, leader, cmd).await
+    }
+
+    /// 1004 on the leader.
+    pub async fn replica_info(&mut self, controllers: &[String]) -> Option<ReplicaInfo> {
+        let leader = self.find_leader(controllers).await?;
+        let resp = self
+            .call(
+                controllers,
+                leader,
+                RemotingCommand::request(GET_REPLICA_INFO).with_ext("brokerName", self.name),
+            )
+            .await?;
+        if resp.code != 0 {
+            return None;
+        }
+        let (set, set_epoch) = parse_sync_state_set(resp.body.as_deref().unwrap_or_default())?;
+        let info = ReplicaInfo {
+            master_id: resp.ext_i64("masterBrokerId"),
+            master_addr: resp.ext("masterAddress").map(String::from),
+            master_epoch: resp.ext_i64("masterEpoch").unwrap_or(0) as i32,
+            sync_state_set: set,
+            sync_state_set_epoch: set_epoch,
+        };
+        self.epoch = self.epoch.max(info.master_epoch);
+        Some(info)
+    }
+
+    /// 1001 as the master sends it: the new set, under the master epoch and set epoch it knows.
+    pub async fn alter_sync_state_set(
+        &mut self,
+        controllers: &[String],
+        info: &ReplicaInfo,
+        set: &BTreeSet<i64>,
+    ) -> Option<RemotingCommand> {
+        let leader = self.find_leader(controllers).await?;
+        let ids: Vec<String> = set.iter().map(i64::to_string).collect();
+        let body = format!(
+            "{{\"syncStateSet\":[{}],\"syncStateSetEpoch\":{}}}",
+            ids.join(","),
+            info.sync_state_set_epoch
+        );
+        let cmd = RemotingCommand::request(ALTER_SYNC_STATE_SET)
+            .with_ext("brokerName", self.name)
+            .with_ext("masterBrokerId", self.id?)
+            .with_ext("masterEpoch", info.master_epoch)
+            .with_ext("invokeTime", 0)
+            .with_body(body.into_bytes());
+        self.call(controllers, leader, cmd).await
+    }
+
+    /// Registers with every NameServer under the role the controller gave it: id 0 as master,
+    /// its own id as a slave, the master epoch as the data version's state version.
+    pub async fn register_with_namesrvs(&mut self, namesrvs: &[String], master: bool, topics: &[&str]) {
+        let Some(id) = self.id else { return };
+        if self.namesrv_links.len() < namesrvs.len() {
+            self.namesrv_links.resize(namesrvs.len(), None);
+        }
+        let broker = Broker::new(self.cluster, self.name, if master { 0 } else { id }, &self.addr);
+        let topics: Vec<(&str, i32)> = topics.iter().map(|t| (*t, 6)).collect();
+        for (i, addr) in namesrvs.iter().enumerate() {
+            if self.namesrv_links[i].is_none() {
+                let connect = tokio::time::timeout(CALL_TIMEOUT, Client::connect(addr.as_str()));
+                self.namesrv_links[i] = connect.await.ok().and_then(Result::ok);
+            }
+            let Some(client) = self.namesrv_links[i].clone() else {
+                continue;
+            };
+            let request = broker.register_request(&topics, dv(self.max_offset + 1, self.epoch as i64));
+            if client.invoke(request, CALL_TIMEOUT).await.is_err() {
+                self.namesrv_links[i] = None;
+            }
+        }
+    }
+}
+
+/// `{"syncStateSet":[1,2],"syncStateSetEpoch":3}`.
+pub fn parse_sync_state_set(body: &[u8]) -> Option<(BTreeSet<i64>, i32)> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let set = v
+        .get("syncStateSet")?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_i64)
+        .collect();
+    Some((set, v.get("syncStateSetEpoch")?.as_i64()? as i32))
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}

@@ -1,0 +1,1118 @@
+package interop;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.Pair;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.EpochEntry;
+import org.apache.rocketmq.remoting.protocol.body.BrokerMemberGroup;
+import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo;
+import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo.ReplicaIdentity;
+import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo.ReplicasInfo;
+import org.apache.rocketmq.remoting.protocol.body.EpochEntryCache;
+import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
+import org.apache.rocketmq.remoting.protocol.header.controller.ElectMasterResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.controller.GetMetaDataResponseHeader;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * Steps of the controller-mode interop suite (scripts/interop-controller, scripts/bench-controller), driven
+ * through the 5.5.0 admin and client API against a controller group (Java ControllerStartup, our mqcontroller,
+ * or controllers embedded in NameServers) and a replica group of real 5.5.0 brokers in controller mode.
+ *
+ * The driver script starts and restarts processes; this class observes them (controller metadata, sync-state
+ * set, NameServer routes, broker logs) and kills or stops them itself when a step needs the exact moment
+ * (kill -9, SIGSTOP, SIGCONT), so that failover times are measured from one long-lived JVM polling every 100 ms.
+ *
+ * Usage: ControllerInterop STEP key=value... ; exit code 0 = pass. Common keys:
+ *   ns=ADDR[;ADDR]  cluster=NAME  broker=BROKER_NAME  topic=TOPIC  work=DIR (the run's work dir, for broker logs)
+ *   controllers=NAME@HOST:PORT@PID;...   the controller nodes (pid 0 = not running)
+ *   brokers=NAME@HOST:PORT@PID;...       the replica group's brokers that should be running
+ * Lines starting with "TIMING " are machine-readable measurements; "KILLED NAME" and "LEADER ..." lines tell the
+ * script what changed.
+ */
+public final class ControllerInterop {
+    private static final int CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009;
+    private static final int CONTROLLER_ELECT_MASTER_FAILED = 2012;
+    private static final long POLL_MS = 100;
+
+    private final Map<String, String> args;
+    private final String cluster;
+    private final String brokerName;
+    private final String topic;
+    private final List<Node> controllers;
+    private final List<Node> brokers;
+    private final DefaultMQAdminExt admin;
+    private final String ns;
+
+    /** A process the script started: a controller node or a broker. */
+    static final class Node {
+        final String name;
+        final String addr;
+        final long pid;
+
+        Node(String spec) {
+            String[] p = spec.split("@");
+            this.name = p[0];
+            this.addr = p[1];
+            this.pid = p.length > 2 ? Long.parseLong(p[2]) : 0;
+        }
+
+        boolean alive() {
+            return pidAlive(pid);
+        }
+
+        @Override
+        public String toString() {
+            return name + "(" + addr + ")";
+        }
+    }
+
+    private ControllerInterop(Map<String, String> args) {
+        this.args = args;
+        this.ns = arg("ns");
+        this.cluster = arg("cluster");
+        this.brokerName = arg("broker");
+        this.topic = args.getOrDefault("topic", "CtlTopic");
+        this.controllers = nodes(args.getOrDefault("controllers", ""));
+        this.brokers = nodes(args.getOrDefault("brokers", ""));
+        this.admin = new DefaultMQAdminExt(5000);
+        admin.setNamesrvAddr(ns);
+        admin.setInstanceName("ctl-interop-" + System.nanoTime());
+    }
+
+    private static List<Node> nodes(String spec) {
+        List<Node> out = new ArrayList<>();
+        for (String s : spec.split(";")) {
+            if (!s.isEmpty()) {
+                out.add(new Node(s));
+            }
+        }
+        return out;
+    }
+
+    public static void main(String[] argv) {
+        Map<String, String> args = new HashMap<>();
+        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
+            int eq = a.indexOf('=');
+            args.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        int rc = 0;
+        ControllerInterop it = null;
+        try {
+            it = new ControllerInterop(args);
+            it.admin.start();
+            switch (argv[0]) {
+                case "await-healthy": it.awaitHealthy(Long.parseLong(args.getOrDefault("timeoutMs", "180000"))); break;
+                case "leader": it.printLeader(); break;
+                case "a": it.scenarioA(); break;
+                case "b": it.scenarioB(); break;
+                case "kill-master": it.killMaster(); break;
+                case "c": it.scenarioC(); break;
+                case "d": it.scenarioD(); break;
+                case "e": it.scenarioE(); break;
+                case "f-before": it.scenarioFBefore(); break;
+                case "f-after": it.scenarioFAfter(); break;
+                case "g-elect": it.scenarioGElect(); break;
+                case "g-clean": it.scenarioGClean(); break;
+                case "h": it.scenarioH(); break;
+                case "i": it.scenarioI(); break;
+                case "bench-round": it.benchRound(); break;
+                default: throw new IllegalArgumentException("unknown step " + argv[0]);
+            }
+        } catch (Throwable e) {
+            e.printStackTrace(System.out);
+            System.out.println("FAILED: " + e);
+            rc = 1;
+        } finally {
+            if (it != null) {
+                it.admin.shutdown();
+            }
+        }
+        System.out.flush();
+        System.exit(rc);
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Observations
+
+    /** The controller-side view of the replica group (CONTROLLER_GET_SYNC_STATE_DATA through the leader). */
+    static final class View {
+        final ReplicasInfo info;
+        final String via;
+
+        View(ReplicasInfo info, String via) {
+            this.info = info;
+            this.via = via;
+        }
+
+        Long masterId() {
+            return info.getMasterBrokerId();
+        }
+
+        String masterAddr() {
+            return info.getMasterAddress();
+        }
+
+        List<ReplicaIdentity> all() {
+            List<ReplicaIdentity> l = new ArrayList<>(info.getInSyncReplicas());
+            l.addAll(info.getNotInSyncReplicas());
+            return l;
+        }
+
+        ReplicaIdentity byAddr(String addr) {
+            return all().stream().filter(r -> addr.equals(r.getBrokerAddress())).findFirst().orElse(null);
+        }
+
+        ReplicaIdentity byId(long id) {
+            return all().stream().filter(r -> r.getBrokerId() == id).findFirst().orElse(null);
+        }
+
+        boolean inSync(String addr) {
+            return info.getInSyncReplicas().stream().anyMatch(r -> addr.equals(r.getBrokerAddress()));
+        }
+
+        Set<String> inSyncAddrs() {
+            return info.getInSyncReplicas().stream().map(ReplicaIdentity::getBrokerAddress).collect(Collectors.toCollection(TreeSet::new));
+        }
+
+        @Override
+        public String toString() {
+            return String.format("master=%s@%s masterEpoch=%d syncStateSetEpoch=%d inSync=%s notInSync=%s (via %s)",
+                masterId(), masterAddr(), info.getMasterEpoch(), info.getSyncStateSetEpoch(),
+                fmt(info.getInSyncReplicas()), fmt(info.getNotInSyncReplicas()), via);
+        }
+
+        static String fmt(List<ReplicaIdentity> l) {
+            return l.stream().sorted((x, y) -> Long.compare(x.getBrokerId(), y.getBrokerId()))
+                .map(r -> r.getBrokerId() + "@" + r.getBrokerAddress() + (Boolean.TRUE.equals(r.getAlive()) ? "" : "(dead)"))
+                .collect(Collectors.joining(",", "[", "]"));
+        }
+    }
+
+    private List<Node> liveControllers() {
+        return controllers.stream().filter(Node::alive).collect(Collectors.toList());
+    }
+
+    private GetMetaDataResponseHeader meta(String addr) {
+        try {
+            return admin.getControllerMetaData(addr);
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    /** The leader named by the first live controller that names one (may not yet serve: see view()). */
+    private String namedLeader() {
+        for (Node c : liveControllers()) {
+            GetMetaDataResponseHeader m = meta(c.addr);
+            if (m != null && m.getControllerLeaderAddress() != null && !m.getControllerLeaderAddress().isEmpty()) {
+                return m.getControllerLeaderAddress();
+            }
+        }
+        return null;
+    }
+
+    private Node controllerByAddr(String addr) {
+        return controllers.stream().filter(c -> c.addr.equals(addr)).findFirst().orElse(null);
+    }
+
+    /** GET_SYNC_STATE_DATA as mqadmin getSyncStateSet sends it: metadata from a node, then the leader. */
+    private View view() {
+        for (Node c : liveControllers()) {
+            try {
+                BrokerReplicasInfo r = admin.getInSyncStateData(c.addr, Collections.singletonList(brokerName));
+                ReplicasInfo ri = r == null || r.getReplicasInfoTable() == null ? null : r.getReplicasInfoTable().get(brokerName);
+                if (ri != null) {
+                    return new View(ri, c.name);
+                }
+            } catch (Exception e) {
+                // the next node, or not yet
+            }
+        }
+        return null;
+    }
+
+    /** The replica group's broker addresses in the route of the test topic (id -> address), or null. */
+    private Map<Long, String> route() {
+        try {
+            TopicRouteData r = admin.examineTopicRouteInfo(topic);
+            for (BrokerData bd : r.getBrokerDatas()) {
+                if (brokerName.equals(bd.getBrokerName())) {
+                    return new TreeMap<>(bd.getBrokerAddrs());
+                }
+            }
+        } catch (Exception e) {
+            // not yet
+        }
+        return null;
+    }
+
+    private Map<Long, String> clusterEntry() throws Exception {
+        BrokerData bd = admin.examineBrokerClusterInfo().getBrokerAddrTable().get(brokerName);
+        return bd == null ? null : new TreeMap<>(bd.getBrokerAddrs());
+    }
+
+    private Node brokerByAddr(String addr) {
+        return brokers.stream().filter(b -> b.addr.equals(addr)).findFirst().orElse(null);
+    }
+
+    private String name(String addr) {
+        Node n = brokerByAddr(addr);
+        return n == null ? addr : n.name + "(" + addr + ")";
+    }
+
+    private Set<String> liveBrokerAddrs() {
+        return brokers.stream().filter(Node::alive).map(b -> b.addr).collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    /**
+     * Healthy: the controller names a master among the running brokers; every running broker is in the sync-state
+     * set and alive; the NameServer route lists the master at id 0 and every slave at its controller id.
+     */
+    private String unhealthyReason(View v, Map<Long, String> route, Set<String> expected) {
+        if (v == null) {
+            return "no sync-state data from the controller";
+        }
+        if (v.masterId() == null || v.masterAddr() == null || !expected.contains(v.masterAddr())) {
+            return "no running master: " + v;
+        }
+        if (!v.inSyncAddrs().equals(expected)) {
+            return "sync-state set " + v.inSyncAddrs() + " != running brokers " + expected + ": " + v;
+        }
+        for (ReplicaIdentity r : v.info.getInSyncReplicas()) {
+            if (!Boolean.TRUE.equals(r.getAlive())) {
+                return "replica " + r + " not alive: " + v;
+            }
+        }
+        if (route == null) {
+            return "no route for " + topic;
+        }
+        if (!v.masterAddr().equals(route.get(0L))) {
+            return "route " + route + " does not list the master " + v.masterAddr() + " at id 0";
+        }
+        for (ReplicaIdentity r : v.info.getInSyncReplicas()) {
+            if (!r.getBrokerAddress().equals(v.masterAddr()) && !r.getBrokerAddress().equals(route.get(r.getBrokerId()))) {
+                return "route " + route + " does not list slave " + r.getBrokerAddress() + " at its id " + r.getBrokerId();
+            }
+        }
+        if (route.size() != expected.size()) {
+            return "route " + route + " lists " + route.size() + " brokers, expected " + expected.size();
+        }
+        return null;
+    }
+
+    private View awaitHealthy(long timeoutMs) throws Exception {
+        Set<String> expected = liveBrokerAddrs();
+        check(!expected.isEmpty(), "no running broker");
+        ensureTopicOnMaster(timeoutMs);
+        String[] why = new String[1];
+        long t0 = System.currentTimeMillis();
+        View v = await("healthy replica group (" + expected.size() + " brokers in sync, route follows)", timeoutMs, () -> {
+            View x = view();
+            why[0] = unhealthyReason(x, route(), expected);
+            return why[0] == null ? x : null;
+        }, () -> why[0]);
+        log("healthy after %d ms: %s; route %s", System.currentTimeMillis() - t0, v, route());
+        return v;
+    }
+
+    /** The test topic must exist on the master (and the route carry it); slaves copy it at their metadata sync. */
+    private void ensureTopicOnMaster(long timeoutMs) throws Exception {
+        View v = await("a master known to the controller", timeoutMs, () -> {
+            View x = view();
+            return x != null && x.masterAddr() != null && !x.masterAddr().isEmpty() ? x : null;
+        });
+        Map<Long, String> r = route();
+        if (r != null && v.masterAddr().equals(r.get(0L))) {
+            return;
+        }
+        if (r == null) {
+            TopicConfig tc = new TopicConfig(topic, 4, 4, 6);
+            await("topic " + topic + " created on master " + v.masterAddr(), 30_000, () -> {
+                admin.createAndUpdateTopicConfig(v.masterAddr(), tc);
+                return Boolean.TRUE;
+            });
+            log("created topic %s on master %s", topic, name(v.masterAddr()));
+        }
+    }
+
+    /** Every running slave has copied the topic from the master (needed before a failover). */
+    private void awaitTopicOnSlaves(View v) throws Exception {
+        for (ReplicaIdentity r : v.all()) {
+            if (r.getBrokerAddress().equals(v.masterAddr()) || brokerByAddr(r.getBrokerAddress()) == null
+                || !brokerByAddr(r.getBrokerAddress()).alive()) {
+                continue;
+            }
+            await("slave " + name(r.getBrokerAddress()) + " has topic " + topic, 30_000,
+                () -> admin.examineTopicConfig(r.getBrokerAddress(), topic));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Process control
+
+    static boolean pidAlive(long pid) {
+        if (pid <= 0) {
+            return false;
+        }
+        try {
+            String stat = new String(Files.readAllBytes(Paths.get("/proc/" + pid + "/stat")), StandardCharsets.UTF_8);
+            String state = stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+            return !"Z".equals(state) && !"X".equals(state);
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    private static long kill9(Node n) throws Exception {
+        check(n.alive(), "%s (pid %d) is not running", n, n.pid);
+        long t = System.currentTimeMillis();
+        ProcessHandle.of(n.pid).ifPresent(ProcessHandle::destroyForcibly);
+        for (int i = 0; i < 100 && n.alive(); i++) {
+            Thread.sleep(20);
+        }
+        check(!n.alive(), "%s survived SIGKILL", n);
+        System.out.println("KILLED " + n.name);
+        return t;
+    }
+
+    private static long signal(Node n, String sig) throws Exception {
+        long t = System.currentTimeMillis();
+        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(n.pid)).inheritIO().start();
+        check(p.waitFor() == 0, "kill -%s %d failed", sig, n.pid);
+        return t;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Steps
+
+    private void printLeader() throws Exception {
+        String leader = await("a controller leader that serves requests", 120_000, () -> view() != null ? namedLeader() : null);
+        String followers = controllers.stream().filter(c -> !c.addr.equals(leader)).map(c -> c.addr).collect(Collectors.joining(";"));
+        System.out.println("LEADER " + leader);
+        System.out.println("FOLLOWERS " + followers);
+    }
+
+    /** (a) One master elected, the sync-state set complete, the NameServer lists the master at id 0. */
+    private void scenarioA() throws Exception {
+        long t0 = System.currentTimeMillis();
+        String leader = await("a controller leader that serves requests", 120_000, () -> view() != null ? namedLeader() : null);
+        log("controller leader %s after %d ms", leader, System.currentTimeMillis() - t0);
+        for (Node c : controllers) {
+            GetMetaDataResponseHeader m = meta(c.addr);
+            log("getControllerMetaData %s: %s", c.name, m == null ? "(no answer)"
+                : String.format("group=%s leaderId=%s leaderAddress=%s isLeader=%s peers=%s", m.getGroup(),
+                    m.getControllerLeaderId(), m.getControllerLeaderAddress(), m.isLeader(), m.getPeers()));
+            check(m != null && leader.equals(m.getControllerLeaderAddress()), "%s names leader %s, not %s", c, m == null ? null : m.getControllerLeaderAddress(), leader);
+        }
+        long leaders = controllers.stream().map(c -> meta(c.addr)).filter(m -> m != null && m.isLeader()).count();
+        check(leaders == 1, "%d controller nodes claim to be leader", leaders);
+
+        View v = awaitHealthy(150_000);
+        Set<Long> ids = v.all().stream().map(ReplicaIdentity::getBrokerId).collect(Collectors.toCollection(TreeSet::new));
+        check(ids.size() == brokers.size() && ids.stream().allMatch(i -> i >= 1), "controller broker ids %s: expected %d distinct ids >= 1", ids, brokers.size());
+        check(v.info.getMasterEpoch() >= 1, "master epoch %d", v.info.getMasterEpoch());
+        log("one master: %s (id %d), slaves in sync: %s", name(v.masterAddr()), v.masterId(), View.fmt(v.info.getInSyncReplicas()));
+
+        Map<Long, String> ce = await("clusterList shows the master at id 0", 30_000, () -> {
+            Map<Long, String> c = clusterEntry();
+            return c != null && v.masterAddr().equals(c.get(0L)) && c.size() == brokers.size() ? c : null;
+        });
+        log("examineBrokerClusterInfo %s -> %s", brokerName, ce);
+        Map<Long, String> r = route();
+        log("topicRoute %s -> %s", topic, r);
+
+        EpochEntryCache epochs = admin.getBrokerEpochCache(v.masterAddr());
+        log("getBrokerEpoch(master): %s", epochs.getEpochList().stream().map(e -> e.getEpoch() + "@" + e.getStartOffset()).collect(Collectors.toList()));
+        check(!epochs.getEpochList().isEmpty() && epochs.getEpochList().get(epochs.getEpochList().size() - 1).getEpoch() == v.info.getMasterEpoch(),
+            "the master's last epoch entry %s is not the controller's master epoch %d", epochs.getEpochList(), v.info.getMasterEpoch());
+        HARuntimeInfo ha = admin.getBrokerHAStatus(v.masterAddr());
+        check(ha.isMaster() && ha.getHaConnectionInfo().size() == brokers.size() - 1, "master HA: master=%s, %d connection(s)",
+            ha.isMaster(), ha.getHaConnectionInfo() == null ? 0 : ha.getHaConnectionInfo().size());
+        log("master HA: %d slave connection(s)", ha.getHaConnectionInfo().size());
+        awaitTopicOnSlaves(v);
+        log("every slave has copied topic %s", topic);
+    }
+
+    /**
+     * (b) kill -9 the master under a synchronous producer: a slave is elected, the route shows it at id 0, the
+     * producer resumes after a gap, and every acknowledged message can be consumed afterwards.
+     */
+    private void scenarioB() throws Exception {
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        Node master = brokerByAddr(v.masterAddr());
+        String prefix = "b-" + System.currentTimeMillis() + "-";
+
+        DefaultMQProducer producer = new DefaultMQProducer("ctl-producer-" + System.nanoTime());
+        producer.setNamesrvAddr(ns);
+        producer.setInstanceName("ctl-producer-" + System.nanoTime());
+        producer.setPollNameServerInterval(100);
+        producer.setSendMsgTimeout(3000);
+        producer.start();
+        Map<String, Long> acked = new ConcurrentHashMap<>();
+        Map<String, Integer> failures = new ConcurrentHashMap<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong seq = new AtomicLong();
+        Thread sender = new Thread(() -> {
+            while (!stop.get()) {
+                String body = prefix + seq.incrementAndGet();
+                try {
+                    SendResult sr = producer.send(new Message(topic, "ctl", body, body.getBytes(StandardCharsets.UTF_8)));
+                    if (sr.getSendStatus() == SendStatus.SEND_OK) {
+                        acked.put(body, System.currentTimeMillis());
+                    } else {
+                        failures.merge(sr.getSendStatus().name(), 1, Integer::sum);
+                    }
+                } catch (Exception e) {
+                    failures.merge(e.getClass().getSimpleName(), 1, Integer::sum);
+                    sleep(20);
+                }
+            }
+        }, "ctl-sender");
+        sender.start();
+        try {
+            await("the producer's first acknowledged sends", 30_000, () -> acked.size() >= 50 ? Boolean.TRUE : null);
+            Thread.sleep(2000);
+            int before = acked.size();
+            long tKill = kill9(master);
+            log("kill -9 master %s after %d acknowledged sends", master, before);
+            Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
+            System.out.println("TIMING master-failover-ms=" + (f.routeAt - tKill));
+            if (f.controllerAt > 0) {
+                System.out.println("TIMING master-elect-ms=" + (f.controllerAt - tKill));
+            }
+            log("new master %s at id 0 in the route %d ms after the kill (controller named it after %d ms)",
+                name(f.newMaster), f.routeAt - tKill, f.controllerAt > 0 ? f.controllerAt - tKill : -1);
+            await("the producer acknowledges 100 sends after the failover", 60_000,
+                () -> acked.values().stream().filter(t -> t > tKill).count() >= 100 ? Boolean.TRUE : null);
+            long lastBefore = acked.values().stream().filter(t -> t <= tKill).mapToLong(Long::longValue).max().orElse(tKill);
+            long firstAfter = acked.values().stream().filter(t -> t > tKill).mapToLong(Long::longValue).min().orElse(-1);
+            System.out.println("TIMING producer-gap-ms=" + (firstAfter - lastBefore));
+            log("producer gap: last ack before the kill -> first ack after it: %d ms; failed sends meanwhile: %s",
+                firstAfter - lastBefore, failures);
+        } finally {
+            stop.set(true);
+            sender.join(10_000);
+            producer.shutdown();
+        }
+
+        Set<String> want = new TreeSet<>(acked.keySet());
+        log("%d sends acknowledged (SEND_OK); failures by kind: %s", want.size(), failures);
+        Set<String> got = consumeAll(prefix, want, 90_000);
+        Set<String> missing = new TreeSet<>(want);
+        missing.removeAll(got);
+        log("consumed %d messages of this run from the new master; %d acknowledged ones missing", got.size(), missing.size());
+        check(missing.isEmpty(), "acknowledged messages lost after the failover (%d, first: %s)", missing.size(),
+            missing.stream().limit(10).collect(Collectors.toList()));
+    }
+
+    private Set<String> consumeAll(String prefix, Set<String> want, long timeoutMs) throws Exception {
+        Set<String> got = new ConcurrentSkipListSet<>();
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer("ctl-check-" + System.nanoTime());
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("ctl-check-" + System.nanoTime());
+        c.setAutoCommit(false);
+        c.setPollNameServerInterval(500);
+        c.start();
+        try {
+            Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
+            c.assign(mqs);
+            for (MessageQueue mq : mqs) {
+                c.seekToBegin(mq);
+            }
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            long idleSince = System.currentTimeMillis();
+            while (System.currentTimeMillis() < deadline) {
+                List<MessageExt> batch = c.poll(1000);
+                for (MessageExt m : batch) {
+                    String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                    if (body.startsWith(prefix)) {
+                        got.add(body);
+                    }
+                }
+                if (!batch.isEmpty()) {
+                    idleSince = System.currentTimeMillis();
+                }
+                if (got.containsAll(want) && System.currentTimeMillis() - idleSince > 2000) {
+                    break;
+                }
+                if (System.currentTimeMillis() - idleSince > 15_000) {
+                    break;
+                }
+            }
+        } finally {
+            c.shutdown();
+        }
+        return got;
+    }
+
+    static final class Failover {
+        String newMaster;
+        long routeAt;
+        long controllerAt;
+    }
+
+    /** Polls route and controller every 100 ms until the route lists a running broker other than OLD at id 0. */
+    private Failover awaitNewMasterInRoute(String old, long since, long timeoutMs) throws Exception {
+        Failover f = new Failover();
+        long deadline = since + timeoutMs;
+        Set<String> live = liveBrokerAddrs();
+        live.remove(old);
+        Map<Long, String> r = null;
+        while (System.currentTimeMillis() < deadline) {
+            r = route();
+            String at0 = r == null ? null : r.get(0L);
+            if (at0 != null && !at0.equals(old) && live.contains(at0)) {
+                f.routeAt = System.currentTimeMillis();
+                f.newMaster = at0;
+                break;
+            }
+            if (f.controllerAt == 0) {
+                View v = view();
+                if (v != null && v.masterAddr() != null && !v.masterAddr().equals(old) && live.contains(v.masterAddr())) {
+                    f.controllerAt = System.currentTimeMillis();
+                }
+            }
+            Thread.sleep(POLL_MS);
+        }
+        check(f.newMaster != null, "no new master at id 0 in the route within %d ms of losing %s (last route %s, controller: %s)",
+            timeoutMs, name(old), r, view());
+        if (f.controllerAt == 0) {
+            f.controllerAt = f.routeAt;
+        }
+        return f;
+    }
+
+    /** kill -9 the current master and wait for the route to show its successor (scenario c run on its own). */
+    private void killMaster() throws Exception {
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        Node master = brokerByAddr(v.masterAddr());
+        long t = kill9(master);
+        Failover f = awaitNewMasterInRoute(master.addr, t, 60_000);
+        log("killed master %s; new master %s at id 0 after %d ms", master, name(f.newMaster), f.routeAt - t);
+    }
+
+    /** (c) The restarted old master rejoins as a slave and the sync-state set grows back to all brokers. */
+    private void scenarioC() throws Exception {
+        String rejoined = arg("rejoined");
+        Set<String> expected = liveBrokerAddrs();
+        long t0 = System.currentTimeMillis();
+        View v = await(name(rejoined) + " back in the sync-state set as a slave, all " + expected.size() + " in sync", 150_000, () -> {
+            View x = view();
+            return x != null && x.masterAddr() != null && !rejoined.equals(x.masterAddr()) && x.inSyncAddrs().equals(expected)
+                && x.info.getInSyncReplicas().stream().allMatch(r -> Boolean.TRUE.equals(r.getAlive())) ? x : null;
+        });
+        log("after %d ms: %s", System.currentTimeMillis() - t0, v);
+        ReplicaIdentity me = v.byAddr(rejoined);
+        Map<Long, String> r = await("route lists " + name(rejoined) + " at its controller id " + me.getBrokerId(), 30_000, () -> {
+            Map<Long, String> x = route();
+            return x != null && rejoined.equals(x.get(me.getBrokerId())) && v.masterAddr().equals(x.get(0L)) ? x : null;
+        });
+        log("route: %s", r);
+        HARuntimeInfo ha = await(name(rejoined) + " replicates from the master", 30_000, () -> {
+            HARuntimeInfo h = admin.getBrokerHAStatus(rejoined);
+            return !h.isMaster() && h.getHaClientRuntimeInfo() != null && h.getHaClientRuntimeInfo().getMasterAddr() != null ? h : null;
+        });
+        log("%s is a slave replicating from %s", name(rejoined), ha.getHaClientRuntimeInfo().getMasterAddr());
+        awaitHealthy(60_000);
+    }
+
+    /**
+     * (d) SIGSTOP the master: a new master after the heartbeat timeout; after SIGCONT the old master must become a
+     * slave and must never again be listed at id 0.
+     */
+    private void scenarioD() throws Exception {
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        Node old = brokerByAddr(v.masterAddr());
+        long tStop = signal(old, "STOP");
+        log("SIGSTOP master %s (id %d, epoch %d)", old, v.masterId(), v.info.getMasterEpoch());
+        Failover f;
+        try {
+            f = awaitNewMasterInRoute(old.addr, tStop, 90_000);
+        } catch (Throwable e) {
+            signal(old, "CONT");
+            throw e;
+        }
+        System.out.println("TIMING sigstop-failover-ms=" + (f.routeAt - tStop));
+        log("new master %s at id 0 in the route %d ms after SIGSTOP (controller named it after %d ms)", name(f.newMaster),
+            f.routeAt - tStop, f.controllerAt - tStop);
+        View nv = view();
+        log("controller: %s", nv);
+        check(nv != null && nv.info.getMasterEpoch() > v.info.getMasterEpoch(), "master epoch did not grow: %s", nv);
+
+        long tCont = signal(old, "CONT");
+        log("SIGCONT %s", old);
+        long oldId = v.masterId();
+        int polls = 0;
+        Map<Long, String> r = null;
+        boolean slaveInRoute = false;
+        long deadline = tCont + 90_000;
+        String why = "";
+        while (System.currentTimeMillis() < deadline) {
+            r = route();
+            polls++;
+            if (r != null) {
+                check(!old.addr.equals(r.get(0L)), "the thawed old master %s is listed at id 0 again: route %s", old, r);
+                check(r.get(0L) == null || f.newMaster.equals(r.get(0L)), "route lists %s at id 0, expected the new master %s",
+                    r.get(0L), f.newMaster);
+                slaveInRoute = old.addr.equals(r.get(oldId));
+            }
+            View x = view();
+            ReplicaIdentity me = x == null ? null : x.byAddr(old.addr);
+            boolean slaveAtController = x != null && f.newMaster.equals(x.masterAddr()) && me != null && Boolean.TRUE.equals(me.getAlive());
+            why = "route " + r + ", controller " + x;
+            if (slaveInRoute && slaveAtController) {
+                break;
+            }
+            Thread.sleep(POLL_MS);
+        }
+        check(slaveInRoute, "the thawed old master never appeared as slave %d in the route: %s", oldId, why);
+        System.out.println("TIMING thawed-master-to-slave-ms=" + (System.currentTimeMillis() - tCont));
+        log("after %d route polls the thawed broker is slave %d in the route; id 0 stayed %s: %s", polls, oldId, name(f.newMaster), r);
+        HARuntimeInfo ha = await(old + " turns slave (HA client of the new master)", 30_000, () -> {
+            HARuntimeInfo h = admin.getBrokerHAStatus(old.addr);
+            return !h.isMaster() && h.getHaClientRuntimeInfo() != null ? h : null;
+        });
+        log("%s HA: slave of %s", old, ha.getHaClientRuntimeInfo().getMasterAddr());
+        // Catching up and joining the sync-state set again; id 0 must stay the new master throughout.
+        View end = await("all brokers in sync again", 90_000, () -> {
+            Map<Long, String> x = route();
+            if (x != null) {
+                check(!old.addr.equals(x.get(0L)), "the thawed old master is listed at id 0 again: route %s", x);
+            }
+            View y = view();
+            return unhealthyReason(y, x, liveBrokerAddrs()) == null ? y : null;
+        });
+        log("healthy: %s", end);
+    }
+
+    /**
+     * (e) kill -9 the controller leader: a new leader is named and serves, the brokers heartbeat it (all alive, and
+     * still so after more than the heartbeat timeout: #10812), they follow it, and a master failover works after.
+     */
+    private void scenarioE() throws Exception {
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        String leaderAddr = await("controller leader", 60_000, this::namedLeader);
+        Node leader = controllerByAddr(leaderAddr);
+        check(leader != null, "leader %s is none of the controller nodes %s", leaderAddr, controllers);
+        Map<String, Long> logMarks = brokerLogMarks();
+        long t0 = kill9(leader);
+        log("kill -9 controller leader %s", leader);
+        List<Node> rest = controllers.stream().filter(c -> c != leader && c.alive()).collect(Collectors.toList());
+        String newLeader = null;
+        long tLeader = 0;
+        View served = null;
+        long tServe = 0;
+        Set<String> expected = liveBrokerAddrs();
+        long deadline = t0 + 90_000;
+        while (System.currentTimeMillis() < deadline && served == null) {
+            if (newLeader == null) {
+                for (Node c : rest) {
+                    GetMetaDataResponseHeader m = meta(c.addr);
+                    if (m != null && m.getControllerLeaderAddress() != null && !m.getControllerLeaderAddress().isEmpty()
+                        && !leaderAddr.equals(m.getControllerLeaderAddress())) {
+                        newLeader = m.getControllerLeaderAddress();
+                        tLeader = System.currentTimeMillis();
+                        break;
+                    }
+                }
+            }
+            if (newLeader != null) {
+                View x = view();
+                if (x != null && expected.stream().allMatch(a -> x.byAddr(a) != null && Boolean.TRUE.equals(x.byAddr(a).getAlive()))) {
+                    served = x;
+                    tServe = System.currentTimeMillis();
+                }
+            }
+            if (served == null) {
+                Thread.sleep(POLL_MS);
+            }
+        }
+        check(newLeader != null, "no new controller leader named within 90 s");
+        check(served != null, "new leader %s named after %d ms, but it did not serve sync-state data with every broker alive within 90 s (%s)",
+            newLeader, tLeader - t0, view());
+        System.out.println("TIMING controller-leader-ms=" + (tLeader - t0));
+        System.out.println("TIMING controller-failover-ms=" + (tServe - t0));
+        log("new controller leader %s named after %d ms; it serves with every broker alive after %d ms: %s",
+            newLeader, tLeader - t0, tServe - t0, served);
+        check(v.masterId().equals(served.masterId()) && v.info.getMasterEpoch() == served.info.getMasterEpoch(),
+            "the controller failover changed the master: before %s, after %s", v, served);
+
+        // #10812: brokers must stay alive and in sync on the new leader beyond the 10 s heartbeat timeout.
+        long watchUntil = System.currentTimeMillis() + 13_000;
+        while (System.currentTimeMillis() < watchUntil) {
+            View x = view();
+            String why = unhealthyReason(x, route(), expected);
+            check(why == null, "after the controller leader change (#10812): %s", why);
+            Thread.sleep(500);
+        }
+        log("every broker stayed alive and in sync on the new leader for 13 s (beyond the 10 s heartbeat timeout)");
+
+        // The brokers follow the new leader (ReplicasManager refreshes it every 10 s from getControllerMetaData).
+        String nl = newLeader;
+        for (Node b : brokers) {
+            if (!b.alive()) {
+                continue;
+            }
+            await(b + " logs that it follows the new controller leader " + nl, 20_000,
+                () -> brokerLogSince(b, logMarks).contains("Update controller leader address to " + nl) ? Boolean.TRUE : null);
+        }
+        log("every broker logged 'Update controller leader address to %s'", nl);
+
+        View before = awaitHealthy(60_000);
+        Node master = brokerByAddr(before.masterAddr());
+        long tk = kill9(master);
+        Failover f = awaitNewMasterInRoute(master.addr, tk, 60_000);
+        System.out.println("TIMING master-failover-after-controller-failover-ms=" + (f.routeAt - tk));
+        log("master failover under the new controller leader: %s at id 0 after %d ms", name(f.newMaster), f.routeAt - tk);
+    }
+
+    private Map<String, Long> brokerLogMarks() {
+        Map<String, Long> marks = new HashMap<>();
+        for (Node b : brokers) {
+            Path p = brokerLog(b);
+            try {
+                marks.put(b.name, Files.exists(p) ? Files.size(p) : 0L);
+            } catch (IOException e) {
+                marks.put(b.name, 0L);
+            }
+        }
+        return marks;
+    }
+
+    private Path brokerLog(Node b) {
+        return Paths.get(arg("work"), b.name, "home", "logs", "rocketmqlogs", "broker.log");
+    }
+
+    private String brokerLogSince(Node b, Map<String, Long> marks) throws IOException {
+        Path p = brokerLog(b);
+        if (!Files.exists(p)) {
+            return "";
+        }
+        try (RandomAccessFile f = new RandomAccessFile(p.toFile(), "r")) {
+            long from = Math.min(marks.getOrDefault(b.name, 0L), f.length());
+            byte[] buf = new byte[(int) (f.length() - from)];
+            f.seek(from);
+            f.readFully(buf);
+            return new String(buf, StandardCharsets.UTF_8);
+        }
+    }
+
+    /** (f) before: record the controller's view, then kill -9 every controller node. */
+    private void scenarioFBefore() throws Exception {
+        View v = awaitHealthy(180_000);
+        Properties p = snapshot(v);
+        try (java.io.Writer w = Files.newBufferedWriter(Paths.get(arg("file")))) {
+            p.store(w, "controller view before restarting every controller node");
+        }
+        log("before: %s", v);
+        for (Node c : controllers) {
+            if (c.alive()) {
+                kill9(c);
+            }
+        }
+        log("killed every controller node");
+    }
+
+    private Properties snapshot(View v) {
+        Properties p = new Properties();
+        p.setProperty("masterBrokerId", String.valueOf(v.masterId()));
+        p.setProperty("masterAddress", String.valueOf(v.masterAddr()));
+        p.setProperty("masterEpoch", String.valueOf(v.info.getMasterEpoch()));
+        p.setProperty("syncStateSetEpoch", String.valueOf(v.info.getSyncStateSetEpoch()));
+        p.setProperty("inSync", ids(v.info.getInSyncReplicas()));
+        p.setProperty("notInSync", ids(v.info.getNotInSyncReplicas()));
+        return p;
+    }
+
+    private static String ids(List<ReplicaIdentity> l) {
+        return l.stream().sorted((x, y) -> Long.compare(x.getBrokerId(), y.getBrokerId()))
+            .map(r -> r.getBrokerId() + "@" + r.getBrokerAddress()).collect(Collectors.joining(","));
+    }
+
+    /** (f) after the script restarted every node: ids and epochs as before, and still so after 13 s. */
+    private void scenarioFAfter() throws Exception {
+        Properties before = new Properties();
+        try (java.io.Reader r = Files.newBufferedReader(Paths.get(arg("file")))) {
+            before.load(r);
+        }
+        long t0 = System.currentTimeMillis();
+        View v = await("the restarted controller group serves sync-state data", 120_000, this::view);
+        System.out.println("TIMING controller-restart-serve-ms=" + (System.currentTimeMillis() - t0));
+        log("after the restart (%d ms after the nodes printed their boot line): %s", System.currentTimeMillis() - t0, v);
+        compareSnapshot(before, snapshot(v), "right after the restart");
+        for (Node c : controllers) {
+            GetMetaDataResponseHeader m = meta(c.addr);
+            log("getControllerMetaData %s: leader=%s peers=%s", c.name, m == null ? null : m.getControllerLeaderAddress(), m == null ? null : m.getPeers());
+        }
+        Thread.sleep(13_000);
+        View later = awaitHealthy(60_000);
+        compareSnapshot(before, snapshot(later), "13 s after the restart");
+        log("broker ids, master and epochs survived the restart of every controller node");
+    }
+
+    private static void compareSnapshot(Properties before, Properties after, String when) {
+        List<String> diffs = new ArrayList<>();
+        for (String k : new TreeSet<>(before.stringPropertyNames())) {
+            if (!before.getProperty(k).equals(after.getProperty(k))) {
+                diffs.add(k + ": " + before.getProperty(k) + " -> " + after.getProperty(k));
+            }
+        }
+        check(diffs.isEmpty(), "controller state changed across the restart (%s): %s", when, diffs);
+        log("%s: unchanged %s", when, new TreeMap<>(after));
+    }
+
+    /** (g) mqadmin electMaster to a designated slave; a designated unknown id is refused. */
+    private void scenarioGElect() throws Exception {
+        View v = awaitHealthy(180_000);
+        ReplicaIdentity target = v.info.getInSyncReplicas().stream().filter(r -> !r.getBrokerId().equals(v.masterId()))
+            .min((x, y) -> Long.compare(x.getBrokerId(), y.getBrokerId())).orElseThrow(() -> new AssertionError("no slave in sync: " + v));
+        String ctl = liveControllers().get(0).addr;
+        expectCode(CONTROLLER_ELECT_MASTER_FAILED, "electMaster designating unknown broker id 99",
+            () -> admin.electMaster(ctl, cluster, brokerName, 99L));
+        View same = view();
+        check(same != null && v.masterId().equals(same.masterId()) && same.info.getMasterEpoch() == v.info.getMasterEpoch(),
+            "a refused electMaster changed the master: %s", same);
+        log("electMaster designating id 99 refused with %d; master unchanged", CONTROLLER_ELECT_MASTER_FAILED);
+
+        long t0 = System.currentTimeMillis();
+        Pair<ElectMasterResponseHeader, BrokerMemberGroup> res = admin.electMaster(ctl, cluster, brokerName, target.getBrokerId());
+        ElectMasterResponseHeader h = res.getObject1();
+        log("electMaster -b %d: masterBrokerId=%s masterAddress=%s masterEpoch=%s syncStateSetEpoch=%s members=%s",
+            target.getBrokerId(), h.getMasterBrokerId(), h.getMasterAddress(), h.getMasterEpoch(), h.getSyncStateSetEpoch(),
+            res.getObject2() == null ? null : res.getObject2().getBrokerAddrs());
+        check(target.getBrokerId().equals(h.getMasterBrokerId()) && target.getBrokerAddress().equals(h.getMasterAddress()),
+            "electMaster answered master %s@%s, expected %s", h.getMasterBrokerId(), h.getMasterAddress(), target);
+        check(h.getMasterEpoch() == v.info.getMasterEpoch() + 1, "electMaster epoch %s, expected %d", h.getMasterEpoch(), v.info.getMasterEpoch() + 1);
+        Map<Long, String> r = await("route lists " + name(target.getBrokerAddress()) + " at id 0", 60_000, () -> {
+            Map<Long, String> x = route();
+            return x != null && target.getBrokerAddress().equals(x.get(0L)) && v.masterAddr().equals(x.get(v.masterId())) ? x : null;
+        });
+        System.out.println("TIMING elect-master-route-ms=" + (System.currentTimeMillis() - t0));
+        log("route after electMaster: %s (old master %s now slave %d)", r, name(v.masterAddr()), v.masterId());
+        View after = awaitHealthy(90_000);
+        check(target.getBrokerId().equals(after.masterId()), "controller master %s, expected %s", after.masterId(), target.getBrokerId());
+    }
+
+    /** (g) cleanBrokerMetadata: refused for a live broker id, done for a stopped one. The extra broker is bx. */
+    private void scenarioGClean() throws Exception {
+        Node x = new Node(arg("extra"));
+        View v = await(x + " registered with the controller and alive", 120_000, () -> {
+            View y = view();
+            ReplicaIdentity me = y == null ? null : y.byAddr(x.addr);
+            return me != null && Boolean.TRUE.equals(me.getAlive()) ? y : null;
+        });
+        long id = v.byAddr(x.addr).getBrokerId();
+        log("extra broker %s got controller id %d: %s", x, id, v);
+        String ctl = liveControllers().get(0).addr;
+        expectCode(CONTROLLER_INVALID_CLEAN_BROKER_METADATA, "cleanBrokerMetadata of live broker id " + id,
+            () -> {
+                admin.cleanControllerBrokerData(ctl, cluster, brokerName, Long.toString(id), false);
+                return "cleaned";
+            });
+        check(view().byId(id) != null, "a refused clean removed id %d", id);
+        log("cleanBrokerMetadata -b %d of the live broker refused with %d", id, CONTROLLER_INVALID_CLEAN_BROKER_METADATA);
+
+        kill9(x);
+        await("controller sees id " + id + " dead", 30_000, () -> {
+            View y = view();
+            ReplicaIdentity me = y == null ? null : y.byId(id);
+            return me != null && !Boolean.TRUE.equals(me.getAlive()) ? y : null;
+        });
+        admin.cleanControllerBrokerData(ctl, cluster, brokerName, Long.toString(id), false);
+        View after = await("id " + id + " gone from the controller", 15_000, () -> {
+            View y = view();
+            return y != null && y.byId(id) == null ? y : null;
+        });
+        log("cleanBrokerMetadata -c %s -bn %s -b %d done: %s", cluster, brokerName, id, after);
+        check(after.masterId() != null && !after.masterAddr().equals(x.addr), "no master after the clean: %s", after);
+    }
+
+    /**
+     * (h) #10812: a slave whose heartbeats reach only controller followers (its controllerAddr lists only them, the
+     * state #10812 and #9845 leave a broker in) still talks to the leader for everything else: it must count as
+     * alive and join the sync-state set.
+     */
+    private void scenarioH() throws Exception {
+        Node y = new Node(arg("extra"));
+        View v = await(y + " registered with the controller", 120_000, () -> {
+            View z = view();
+            return z != null && z.byAddr(y.addr) != null ? z : null;
+        });
+        long id = v.byAddr(y.addr).getBrokerId();
+        log("broker %s (heartbeats to followers only: controllerAddr=%s) got controller id %d", y, arg("followers"), id);
+        HARuntimeInfo ha = await(y + " replicates from the master", 60_000, () -> {
+            HARuntimeInfo h = admin.getBrokerHAStatus(y.addr);
+            return !h.isMaster() && h.getHaClientRuntimeInfo() != null && h.getHaClientRuntimeInfo().getMasterAddr() != null ? h : null;
+        });
+        log("%s is a slave replicating from %s", y, ha.getHaClientRuntimeInfo().getMasterAddr());
+        long t0 = System.currentTimeMillis();
+        View last = null;
+        long deadline = t0 + 45_000;
+        while (System.currentTimeMillis() < deadline) {
+            last = view();
+            ReplicaIdentity me = last == null ? null : last.byId(id);
+            if (me != null && Boolean.TRUE.equals(me.getAlive()) && last.inSync(y.addr)) {
+                break;
+            }
+            Thread.sleep(500);
+        }
+        ReplicaIdentity me = last == null ? null : last.byId(id);
+        log("controller view: %s", last);
+        check(me != null && Boolean.TRUE.equals(me.getAlive()), "#10812: slave %d (heartbeats reach only followers) is not alive on the leader", id);
+        check(last.inSync(y.addr), "#10812: slave %d (heartbeats reach only followers) never joined the sync-state set", id);
+        log("slave %d is alive and in sync on the leader %d ms after it replicated", id, System.currentTimeMillis() - t0);
+    }
+
+    /**
+     * (i) #9845 from outside: a slave whose controller link stops (SIGSTOP beyond the heartbeat timeout and the
+     * master's catch-up limit) leaves the sync-state set and must rejoin it once it runs again.
+     */
+    private void scenarioI() throws Exception {
+        View v = awaitHealthy(180_000);
+        ReplicaIdentity slave = v.info.getInSyncReplicas().stream().filter(r -> !r.getBrokerId().equals(v.masterId()))
+            .max((x, y) -> Long.compare(x.getBrokerId(), y.getBrokerId())).orElseThrow(() -> new AssertionError("no slave: " + v));
+        Node s = brokerByAddr(slave.getBrokerAddress());
+        long tStop = signal(s, "STOP");
+        log("SIGSTOP slave %s (id %d)", s, slave.getBrokerId());
+        View out;
+        try {
+            out = await("slave " + slave.getBrokerId() + " dropped from the sync-state set and not alive", 60_000, () -> {
+                View x = view();
+                ReplicaIdentity me = x == null ? null : x.byId(slave.getBrokerId());
+                return x != null && !x.inSync(s.addr) && me != null && !Boolean.TRUE.equals(me.getAlive()) ? x : null;
+            });
+        } catch (Throwable e) {
+            signal(s, "CONT");
+            throw e;
+        }
+        log("%d ms after SIGSTOP: %s", System.currentTimeMillis() - tStop, out);
+        long tCont = signal(s, "CONT");
+        log("SIGCONT %s", s);
+        View back = await("slave " + slave.getBrokerId() + " alive and back in the sync-state set", 90_000, () -> {
+            View x = view();
+            ReplicaIdentity me = x == null ? null : x.byId(slave.getBrokerId());
+            return x != null && x.inSync(s.addr) && me != null && Boolean.TRUE.equals(me.getAlive()) ? x : null;
+        });
+        System.out.println("TIMING rejoin-after-sigcont-ms=" + (System.currentTimeMillis() - tCont));
+        log("%d ms after SIGCONT: %s", System.currentTimeMillis() - tCont, back);
+        awaitHealthy(60_000);
+    }
+
+    /** One bench round: kill -9 the master, time until the route shows its successor at id 0. */
+    private void benchRound() throws Exception {
+        View v = awaitHealthy(240_000);
+        awaitTopicOnSlaves(v);
+        Node master = brokerByAddr(v.masterAddr());
+        long t = kill9(master);
+        Failover f = awaitNewMasterInRoute(master.addr, t, 90_000);
+        System.out.println("TIMING master-failover-ms=" + (f.routeAt - t));
+        System.out.println("TIMING master-elect-ms=" + (f.controllerAt - t));
+        log("killed %s; new master %s at id 0 after %d ms", master, name(f.newMaster), f.routeAt - t);
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+
+    private String arg(String k) {
+        String v = args.get(k);
+        if (v == null) {
+            throw new IllegalArgumentException("missing argument " + k);
+        }
+        return v;
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static void expectCode(int code, String what, Callable<?> call) throws Exception {
+        try {
+            Object r = call.call();
+            throw new AssertionError(what + ": expected response code " + code + ", got success: " + r);
+        } catch (MQBrokerException e) {
+            check(e.getResponseCode() == code, "%s: expected response code %d, got %d (%s)", what, code,
+                e.getResponseCode(), e.getErrorMessage());
+        } catch (MQClientException e) {
+            check(e.getResponseCode() == code, "%s: expected response code %d, got %d (%s)", what, code,
+                e.getResponseCode(), e.getErrorMessage());
+        }
+    }
+
+    static <T> T await(String what, long timeoutMs, Callable<T> probe) throws Exception {
+        return await(what, timeoutMs, probe, () -> null);
+    }
+
+    /** Polls every 100 ms until the probe returns non-null; probe exceptions count as "not yet". */
+    static <T> T await(String what, long timeoutMs, Callable<T> probe, Callable<String> detail) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        Throwable last = null;
+        do {
+            try {
+                T v = probe.call();
+                if (v != null) {
+                    return v;
+                }
+            } catch (AssertionError e) {
+                throw e;
+            } catch (Exception e) {
+                last = e;
+            }
+            Thread.sleep(POLL_MS);
+        } while (System.currentTimeMillis() < deadline);
+        String d = detail.call();
+        throw new AssertionError("timed out after " + timeoutMs + " ms waiting for: " + what
+            + (d == null ? "" : " (" + d + ")") + (last == null ? "" : " (last error: " + last + ")"));
+    }
+
+    static void check(boolean ok, String fmt, Object... a) {
+        if (!ok) {
+            throw new AssertionError(String.format(fmt, a));
+        }
+    }
+
+    static void log(String fmt, Object... a) {
+        System.out.println(String.format("[%tT.%<tL] ", System.currentTimeMillis()) + String.format(fmt, a));
+    }
+}
