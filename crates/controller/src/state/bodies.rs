@@ -40,8 +40,9 @@ fn id_array(w: &mut JsonWriter, ids: &BTreeSet<i64>) {
     });
 }
 
-/// `SyncStateSet`: `{"syncStateSet":[1,2],"syncStateSetEpoch":3}`.
-pub(super) fn sync_state_set(ids: &BTreeSet<i64>, epoch: i32) -> Vec<u8> {
+/// `SyncStateSet`: `{"syncStateSet":[1,2],"syncStateSetEpoch":3}`; also the body of the 1008
+/// role-change notice a leader sends.
+pub fn sync_state_set(ids: &BTreeSet<i64>, epoch: i32) -> Vec<u8> {
     let mut w = JsonWriter::new(JsonStyle::Fastjson);
     w.object(|w| {
         w.key("syncStateSet");

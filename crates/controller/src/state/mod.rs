@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-pub use bodies::{parse_broker_names, parse_sync_state_set};
+pub use bodies::{
+    parse_broker_names, parse_sync_state_set, sync_state_set as encode_sync_state_set,
+};
 
 /// The id the first broker of a group must apply for (Java's `FIRST_BROKER_CONTROLLER_ID`).
 pub const FIRST_BROKER_ID: i64 = 1;
