@@ -60,7 +60,7 @@ pub fn role_changed_request(change: &RoleChange) -> RemotingCommand {
     if let Some(id) = change.master_broker_id {
         cmd = cmd.with_ext("masterBrokerId", id);
     }
-    cmd.with_body(crate::state::sync_state_set_body(
+    cmd.with_body(crate::state::encode_sync_state_set(
         &change.sync_state_set,
         change.sync_state_set_epoch,
     ))

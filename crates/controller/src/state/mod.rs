@@ -1,8 +1,30 @@
-//! Placeholder of the state machine's interface, replaced by the real module.
+//! The controller's replicated state machine: broker ids, masters and sync-state sets per broker
+//! name (a "group").
+//!
+//! Java decides on the leader, from its state and heartbeat table, and replicates the resulting
+//! events. Here the log carries the request together with the liveness facts the leader saw,
+//! and [`ControllerState::apply`] decides and mutates in one step. The decision is therefore made
+//! on exactly the state it changes (no race between deciding and applying), and every node that
+//! applies the log reaches the same answer.
+
+mod bodies;
+pub mod code;
+mod elect;
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use bodies::{
+    parse_broker_names, parse_sync_state_set, sync_state_set as encode_sync_state_set,
+};
+
+/// The id the first broker of a group must apply for (Java's `FIRST_BROKER_CONTROLLER_ID`).
+pub const FIRST_BROKER_ID: i64 = 1;
+
+/// What the proposing node's heartbeat table says of one live broker (Java's BrokerLiveInfo fields the election uses).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveBroker {
     pub broker_id: i64,
@@ -11,14 +33,17 @@ pub struct LiveBroker {
     pub election_priority: i32,
 }
 
+/// One log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
+    /// 1013 CONTROLLER_APPLY_BROKER_ID
     ApplyBrokerId {
         cluster_name: String,
         broker_name: String,
         applied_broker_id: i64,
         register_check_code: String,
     },
+    /// 1003 CONTROLLER_REGISTER_BROKER; `alive`: ids of this broker name that the leader sees alive
     RegisterBroker {
         cluster_name: String,
         broker_name: String,
@@ -26,6 +51,7 @@ pub enum Command {
         broker_address: String,
         alive: BTreeSet<i64>,
     },
+    /// 1001 CONTROLLER_ALTER_SYNC_STATE_SET
     AlterSyncStateSet {
         broker_name: String,
         master_broker_id: i64,
@@ -34,6 +60,9 @@ pub enum Command {
         sync_state_set_epoch: i32,
         alive: BTreeSet<i64>,
     },
+    /// 1002 CONTROLLER_ELECT_MASTER, from a broker, from an admin (designate_elect), or from the controller itself
+    /// (broker_id None: master expired / connection closed / inactive-master scan). `live`: the live brokers of this
+    /// broker name as the leader saw them; `unclean`: the leader's enableElectUncleanMaster at proposal time.
     ElectMaster {
         broker_name: String,
         broker_id: Option<i64>,
@@ -41,6 +70,7 @@ pub enum Command {
         unclean: bool,
         live: BTreeMap<i64, LiveBroker>,
     },
+    /// 1011 CLEAN_BROKER_DATA; `ids_to_clean` is the raw header text ("1;2") or None
     CleanBrokerData {
         cluster_name: Option<String>,
         broker_name: String,
@@ -50,6 +80,8 @@ pub enum Command {
     },
 }
 
+/// An answer: response code (0 = SUCCESS, else Java's ResponseCode numbers 2000..=2016 etc.), remark,
+/// the response header fields in Java's field names (e.g. ("masterBrokerId","1")), optional JSON body.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply {
     pub code: i32,
@@ -59,6 +91,35 @@ pub struct Reply {
     pub role_change: Option<RoleChange>,
 }
 
+impl Reply {
+    /// The value of one response header field.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn with_field(mut self, name: &str, value: impl ToString) -> Self {
+        self.fields.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    fn with_body(mut self, body: Vec<u8>) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    /// Java answers a failed request with the header it had filled so far, so failures keep the
+    /// fields set before them.
+    fn fail(mut self, code: i32, remark: impl Into<String>) -> Self {
+        self.code = code;
+        self.remark = Some(remark.into());
+        self
+    }
+}
+
+/// A master change that the leader must announce to the group's brokers (1008 NOTIFY_BROKER_ROLE_CHANGED).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoleChange {
     pub cluster_name: String,
@@ -68,10 +129,12 @@ pub struct RoleChange {
     pub master_epoch: i32,
     pub sync_state_set_epoch: i32,
     pub sync_state_set: BTreeSet<i64>,
+    /// every member id → address, to notify
     pub members: BTreeMap<i64, String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// One group as the status page and metrics show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupView {
     pub cluster_name: String,
     pub broker_name: String,
@@ -82,52 +145,635 @@ pub struct GroupView {
     pub brokers: Vec<(i64, String)>,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct BrokerEntry {
+    address: String,
+    /// "address;millis" of the broker that applied for the id: only it may apply for it again.
+    register_check_code: String,
+}
+
+/// One broker name: Java's BrokerReplicaInfo and SyncStateInfo together. Java keeps them in two
+/// tables that a partial clean can leave out of step (one gone, the other not), after which the
+/// group can neither register nor be re-created cleanly; one record cannot drift that way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Group {
+    cluster_name: String,
+    next_assign_broker_id: i64,
+    brokers: BTreeMap<i64, BrokerEntry>,
+    /// 0 until the first election: the first asking broker then wins without a policy.
+    master_epoch: i32,
+    sync_state_set_epoch: i32,
+    sync_state_set: BTreeSet<i64>,
+    master_broker_id: Option<i64>,
+}
+
+impl Group {
+    fn new(cluster_name: &str) -> Self {
+        Group {
+            cluster_name: cluster_name.to_string(),
+            next_assign_broker_id: FIRST_BROKER_ID,
+            brokers: BTreeMap::new(),
+            master_epoch: 0,
+            sync_state_set_epoch: 0,
+            sync_state_set: BTreeSet::new(),
+            master_broker_id: None,
+        }
+    }
+
+    fn address_of(&self, id: i64) -> Option<&str> {
+        self.brokers.get(&id).map(|b| b.address.as_str())
+    }
+
+    fn addresses(&self) -> BTreeMap<i64, String> {
+        self.brokers
+            .iter()
+            .map(|(id, b)| (*id, b.address.clone()))
+            .collect()
+    }
+
+    // Epochs saturate rather than wrap: a fencing epoch must never go back, and 2^31 elections
+    // in one group are out of reach anyway.
+    fn set_master(&mut self, master: Option<i64>) {
+        self.master_broker_id = master;
+        self.master_epoch = self.master_epoch.saturating_add(1);
+    }
+
+    fn set_sync_state_set(&mut self, set: BTreeSet<i64>) {
+        self.sync_state_set = set;
+        self.sync_state_set_epoch = self.sync_state_set_epoch.saturating_add(1);
+    }
+}
+
+/// Every group the controller knows, by broker name. Ordered maps throughout, so a snapshot
+/// serializes to the same bytes on every node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControllerState {}
+pub struct ControllerState {
+    groups: BTreeMap<String, Group>,
+}
+
+/// Java's `StringUtils.isBlank` for a present string.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// Reads "1;2;3" as Java's `split(";")` + `Long.valueOf` do: trailing empty parts are dropped,
+/// any other part that is not a number spoils the list.
+fn parse_id_list(text: &str) -> Option<BTreeSet<i64>> {
+    let mut parts: Vec<&str> = text.split(';').collect();
+    while parts.last() == Some(&"") {
+        parts.pop();
+    }
+    parts.iter().map(|p| p.parse::<i64>().ok()).collect()
+}
 
 impl ControllerState {
-    pub fn apply(&mut self, _cmd: &Command) -> Reply {
+    /// Validates one command against the current state exactly as Java's ReplicasInfoManager
+    /// does, applies what it decides, and answers. Never panics, whatever the command holds.
+    pub fn apply(&mut self, cmd: &Command) -> Reply {
+        match cmd {
+            Command::ApplyBrokerId {
+                cluster_name,
+                broker_name,
+                applied_broker_id,
+                register_check_code,
+            } => self.apply_broker_id(
+                cluster_name,
+                broker_name,
+                *applied_broker_id,
+                register_check_code,
+            ),
+            Command::RegisterBroker {
+                cluster_name,
+                broker_name,
+                broker_id,
+                broker_address,
+                alive,
+            } => self.register_broker(cluster_name, broker_name, *broker_id, broker_address, alive),
+            Command::AlterSyncStateSet {
+                broker_name,
+                master_broker_id,
+                master_epoch,
+                new_sync_state_set,
+                sync_state_set_epoch,
+                alive,
+            } => self.alter_sync_state_set(
+                broker_name,
+                *master_broker_id,
+                *master_epoch,
+                new_sync_state_set,
+                *sync_state_set_epoch,
+                alive,
+            ),
+            Command::ElectMaster {
+                broker_name,
+                broker_id,
+                designate_elect,
+                unclean,
+                live,
+            } => self.elect_master(broker_name, *broker_id, *designate_elect, *unclean, live),
+            Command::CleanBrokerData {
+                cluster_name: _,
+                broker_name,
+                ids_to_clean,
+                clean_living_broker,
+                alive,
+            } => self.clean_broker_data(
+                broker_name,
+                ids_to_clean.as_deref(),
+                *clean_living_broker,
+                alive,
+            ),
+        }
+    }
+
+    fn apply_broker_id(
+        &mut self,
+        cluster_name: &str,
+        broker_name: &str,
+        applied: i64,
+        register_check_code: &str,
+    ) -> Reply {
+        let reply = Reply::default()
+            .with_field("clusterName", cluster_name)
+            .with_field("brokerName", broker_name);
+        let address = register_check_code.split(';').next().unwrap_or_default();
+        // Java takes any id for a known group, but ids below 1 are not controller ids: 0 is the
+        // master's NameServer id and -1 means "no broker" in ElectMaster. No Java broker asks
+        // for one; refusing them keeps those meanings unambiguous.
+        if applied < FIRST_BROKER_ID {
+            return reply.fail(
+                code::CONTROLLER_BROKER_ID_INVALID,
+                format!("Broker id {applied} in broker-set {broker_name} is not a controller id; ids start at {FIRST_BROKER_ID}"),
+            );
+        }
+        let entry = BrokerEntry {
+            address: address.to_string(),
+            register_check_code: register_check_code.to_string(),
+        };
+        let Some(group) = self.groups.get_mut(broker_name) else {
+            if applied != FIRST_BROKER_ID {
+                return reply.fail(
+                    code::CONTROLLER_BROKER_ID_INVALID,
+                    format!("Broker-set {broker_name} hasn't been registered in the controller, so its first broker must apply for id {FIRST_BROKER_ID}, not {applied}"),
+                );
+            }
+            let mut group = Group::new(cluster_name);
+            group.brokers.insert(applied, entry);
+            group.next_assign_broker_id = applied + 1;
+            self.groups.insert(broker_name.to_string(), group);
+            return reply;
+        };
+        match group.brokers.get(&applied) {
+            Some(existing) if existing.register_check_code != register_check_code => reply.fail(
+                code::CONTROLLER_BROKER_ID_INVALID,
+                format!("Fail to apply broker id {applied} in broker-set {broker_name}: it belongs to another broker"),
+            ),
+            // The same broker asking again (its answer was lost): nothing changes.
+            Some(_) => reply,
+            None => {
+                group.brokers.insert(applied, entry);
+                // Java only counts up by one, so an id applied ahead of the counter is handed out
+                // again later and that broker can never get an id; staying past every applied id
+                // avoids it while giving the same ids as Java in the usual order.
+                group.next_assign_broker_id = group
+                    .next_assign_broker_id
+                    .saturating_add(1)
+                    .max(applied.saturating_add(1));
+                reply
+            }
+        }
+    }
+
+    fn register_broker(
+        &mut self,
+        cluster_name: &str,
+        broker_name: &str,
+        broker_id: i64,
+        broker_address: &str,
+        alive: &BTreeSet<i64>,
+    ) -> Reply {
+        let reply = Reply::default()
+            .with_field("clusterName", cluster_name)
+            .with_field("brokerName", broker_name);
+        let Some(group) = self.groups.get_mut(broker_name) else {
+            return reply.fail(
+                code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                format!("Broker-set {broker_name} hasn't been registered in the controller"),
+            );
+        };
+        let Some(entry) = group.brokers.get_mut(&broker_id) else {
+            return reply.fail(
+                code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                format!("Broker id {broker_id} hasn't been registered in broker-set {broker_name}"),
+            );
+        };
+        // A broker restarted on another address keeps its id; the id table follows it.
+        if entry.address != broker_address {
+            entry.address = broker_address.to_string();
+        }
+        let mut reply = reply;
+        // A dead master is not announced: the broker would follow a master that is gone.
+        if let Some(master) = group.master_broker_id.filter(|m| alive.contains(m)) {
+            reply = reply.with_field("masterBrokerId", master);
+            if let Some(address) = group.address_of(master) {
+                reply = reply.with_field("masterAddress", address);
+            }
+            reply = reply
+                .with_field("masterEpoch", group.master_epoch)
+                .with_field("syncStateSetEpoch", group.sync_state_set_epoch);
+        }
+        reply.with_body(bodies::sync_state_set(
+            &group.sync_state_set,
+            group.sync_state_set_epoch,
+        ))
+    }
+
+    fn alter_sync_state_set(
+        &mut self,
+        broker_name: &str,
+        master_broker_id: i64,
+        master_epoch: i32,
+        new_set: &BTreeSet<i64>,
+        sync_state_set_epoch: i32,
+        alive: &BTreeSet<i64>,
+    ) -> Reply {
+        // Java's header holds the new epoch in a primitive int, so it is on the wire (as 0) even
+        // when the change is refused.
+        let refused = Reply::default().with_field("newSyncStateSetEpoch", 0);
+        let Some(group) = self.groups.get_mut(broker_name) else {
+            return refused.fail(
+                code::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                "Broker metadata is not existed",
+            );
+        };
+        if group.sync_state_set == *new_set {
+            return refused.fail(
+                code::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                "The new sync-state set equals the current one; nothing to change",
+            );
+        }
+        if group.master_broker_id != Some(master_broker_id) {
+            let current = group
+                .master_broker_id
+                .map_or_else(|| "null".to_string(), |m| m.to_string());
+            return refused.fail(
+                code::CONTROLLER_INVALID_MASTER,
+                format!("Rejecting the sync-state set change: the current master is {current}, not {master_broker_id}"),
+            );
+        }
+        if master_epoch != group.master_epoch {
+            return refused.fail(
+                code::CONTROLLER_FENCED_MASTER_EPOCH,
+                format!(
+                    "Rejecting the sync-state set change: the current master epoch is {}, not {master_epoch}",
+                    group.master_epoch
+                ),
+            );
+        }
+        if sync_state_set_epoch != group.sync_state_set_epoch {
+            return refused.fail(
+                code::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
+                format!(
+                    "Rejecting the sync-state set change: the current sync-state set epoch is {}, not {sync_state_set_epoch}",
+                    group.sync_state_set_epoch
+                ),
+            );
+        }
+        for replica in new_set {
+            if !group.brokers.contains_key(replica) {
+                return refused.fail(
+                    code::CONTROLLER_INVALID_REPLICAS,
+                    format!("Rejecting the sync-state set change: replica {replica} doesn't exist"),
+                );
+            }
+            if !alive.contains(replica) {
+                return refused.fail(
+                    code::CONTROLLER_BROKER_NOT_ALIVE,
+                    format!("Rejecting the sync-state set change: replica {replica} isn't alive"),
+                );
+            }
+        }
+        if !new_set.contains(&master_broker_id) {
+            return refused.fail(
+                code::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                format!("Rejecting the sync-state set change: the new set doesn't contain the master {master_broker_id}"),
+            );
+        }
+        group.set_sync_state_set(new_set.clone());
+        Reply::default()
+            .with_field("newSyncStateSetEpoch", group.sync_state_set_epoch)
+            .with_body(bodies::sync_state_set(
+                &group.sync_state_set,
+                group.sync_state_set_epoch,
+            ))
+    }
+
+    fn elect_master(
+        &mut self,
+        broker_name: &str,
+        broker_id: Option<i64>,
+        designate_elect: bool,
+        unclean: bool,
+        live: &BTreeMap<i64, LiveBroker>,
+    ) -> Reply {
+        let Some(group) = self.groups.get_mut(broker_name) else {
+            return Reply::default().fail(
+                code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                "Broker hasn't been registered",
+            );
+        };
+        // -1 is the header's "no broker" (a controller-triggered election). Java passes it on
+        // as the designated broker when designateElect is set, which then elects nobody and
+        // clears a live master; treating it as absent keeps the live master instead.
+        let requester = broker_id.filter(|id| *id != -1);
+        let old_master = group.master_broker_id;
+
+        // Java lets the first asker win even if it holds no id in the group, leaving a master
+        // with no address outside the id table; an unknown asker goes through the policy
+        // instead (and finds no candidate).
+        let first_winner =
+            requester.filter(|id| group.master_epoch == 0 && group.brokers.contains_key(id));
+        let new_master = first_winner.or_else(|| {
+            let all_replicas: BTreeSet<i64> = group.brokers.keys().copied().collect();
+            elect::elect(
+                &group.sync_state_set,
+                unclean.then_some(&all_replicas),
+                live,
+                old_master,
+                requester.filter(|_| designate_elect),
+            )
+        });
+
+        match new_master {
+            Some(master) if Some(master) == old_master => {
+                let mut reply = Reply::default()
+                    .with_field("masterBrokerId", master)
+                    .with_field("masterEpoch", group.master_epoch)
+                    .with_field("syncStateSetEpoch", group.sync_state_set_epoch);
+                if let Some(address) = group.address_of(master) {
+                    reply = reply.with_field("masterAddress", address);
+                }
+                reply
+                    .with_body(bodies::elect_master(None, &group.sync_state_set))
+                    .fail(
+                        code::CONTROLLER_MASTER_STILL_EXIST,
+                        format!("The old master {master} is still alive, no need to elect a new master for broker-set {broker_name}"),
+                    )
+            }
+            Some(master) => {
+                group.set_master(Some(master));
+                group.set_sync_state_set(BTreeSet::from([master]));
+                let address = group.address_of(master).map(str::to_string);
+                let members = group.addresses();
+                let body = bodies::elect_master(
+                    Some(&bodies::MemberGroup {
+                        cluster: &group.cluster_name,
+                        broker_name,
+                        addrs: &members,
+                    }),
+                    &group.sync_state_set,
+                );
+                let mut reply = Reply::default().with_field("masterBrokerId", master);
+                if let Some(address) = &address {
+                    reply = reply.with_field("masterAddress", address);
+                }
+                let mut reply = reply
+                    .with_field("masterEpoch", group.master_epoch)
+                    .with_field("syncStateSetEpoch", group.sync_state_set_epoch)
+                    .with_body(body);
+                reply.role_change = Some(RoleChange {
+                    cluster_name: group.cluster_name.clone(),
+                    broker_name: broker_name.to_string(),
+                    master_broker_id: Some(master),
+                    master_address: address,
+                    master_epoch: group.master_epoch,
+                    sync_state_set_epoch: group.sync_state_set_epoch,
+                    sync_state_set: group.sync_state_set.clone(),
+                    members,
+                });
+                reply
+            }
+            // Only the controller's own election records that the master is gone; a broker's
+            // or an admin's failed attempt changes nothing. The sync-state set stays, so its
+            // members remain the first candidates once one of them comes back.
+            None if requester.is_none() => {
+                group.set_master(None);
+                Reply::default().fail(
+                    code::CONTROLLER_MASTER_NOT_AVAILABLE,
+                    "The old master is down and no new master could be elected",
+                )
+            }
+            None => Reply::default().fail(
+                code::CONTROLLER_ELECT_MASTER_FAILED,
+                "Failed to elect a new master",
+            ),
+        }
+    }
+
+    fn clean_broker_data(
+        &mut self,
+        broker_name: &str,
+        ids_to_clean: Option<&str>,
+        clean_living_broker: bool,
+        alive: &BTreeSet<i64>,
+    ) -> Reply {
+        let invalid = |remark: String| {
+            Reply::default().fail(code::CONTROLLER_INVALID_CLEAN_BROKER_METADATA, remark)
+        };
+        let ids = match ids_to_clean.filter(|text| !is_blank(text)) {
+            None => None,
+            // Java reads the list only when living brokers are spared, and otherwise drops the
+            // whole group even when ids were named; the ids are honoured here either way. An
+            // id list naming no id (";") would make Java drop the whole group too.
+            Some(text) => match parse_id_list(text).filter(|ids| !ids.is_empty()) {
+                Some(ids) => Some(ids),
+                None => {
+                    return invalid(format!(
+                        "Please set the option <brokerControllerIdsToClean> as ids separated by ';', not \"{text}\""
+                    ))
+                }
+            },
+        };
+        if !clean_living_broker {
+            match &ids {
+                // A group that still has a master has a living broker.
+                None if self
+                    .groups
+                    .get(broker_name)
+                    .is_some_and(|g| g.master_broker_id.is_some()) =>
+                {
+                    return invalid(format!(
+                        "Broker {broker_name} is still alive, clean up failure"
+                    ));
+                }
+                Some(ids) => {
+                    if let Some(id) = ids.iter().find(|id| alive.contains(id)) {
+                        return invalid(format!(
+                            "Broker [{broker_name}, {id}] is still alive, clean up failure"
+                        ));
+                    }
+                }
+                None => {}
+            }
+        }
+        let Some(group) = self.groups.get_mut(broker_name) else {
+            return invalid(format!(
+                "Broker {broker_name} is not existed, clean broker data failure."
+            ));
+        };
+        let Some(ids) = ids else {
+            self.groups.remove(broker_name);
+            return Reply::default();
+        };
+        for id in &ids {
+            group.brokers.remove(id);
+            group.sync_state_set.remove(id);
+        }
+        // Java keeps a cleaned master as master, outside the id table and the sync-state set;
+        // clearing it under a new epoch fences the removed broker and lets the group elect.
+        if group.master_broker_id.is_some_and(|m| ids.contains(&m)) {
+            group.set_master(None);
+        }
+        if group.brokers.is_empty() {
+            self.groups.remove(broker_name);
+        }
         Reply::default()
     }
-    pub fn next_broker_id(&self, _c: &str, _b: &str) -> Reply {
+
+    /// 1012 CONTROLLER_GET_NEXT_BROKER_ID.
+    pub fn next_broker_id(&self, cluster_name: &str, broker_name: &str) -> Reply {
+        let next = self
+            .groups
+            .get(broker_name)
+            .map_or(FIRST_BROKER_ID, |g| g.next_assign_broker_id);
         Reply::default()
+            .with_field("clusterName", cluster_name)
+            .with_field("brokerName", broker_name)
+            .with_field("nextBrokerId", next)
     }
-    pub fn replica_info(&self, _b: &str) -> Reply {
-        Reply::default()
+
+    /// 1004 CONTROLLER_GET_REPLICA_INFO.
+    pub fn replica_info(&self, broker_name: &str) -> Reply {
+        let Some(group) = self.groups.get(broker_name) else {
+            return Reply::default().fail(
+                code::CONTROLLER_BROKER_METADATA_NOT_EXIST,
+                "Broker metadata is not existed",
+            );
+        };
+        let mut reply = Reply::default();
+        if let Some(master) = group.master_broker_id {
+            reply = reply.with_field("masterBrokerId", master);
+            if let Some(address) = group.address_of(master) {
+                reply = reply.with_field("masterAddress", address);
+            }
+        }
+        reply
+            .with_field("masterEpoch", group.master_epoch)
+            .with_body(bodies::sync_state_set(
+                &group.sync_state_set,
+                group.sync_state_set_epoch,
+            ))
     }
+
+    /// 1006 CONTROLLER_GET_SYNC_STATE_DATA: every known group among `broker_names`, its members
+    /// split by sync-state set membership; `alive(cluster, broker name, id)`.
     pub fn sync_state_data(
         &self,
-        _n: &[String],
-        _alive: &dyn Fn(&str, &str, i64) -> bool,
+        broker_names: &[String],
+        alive: &dyn Fn(&str, &str, i64) -> bool,
     ) -> Reply {
-        Reply::default()
+        let names: BTreeSet<&str> = broker_names.iter().map(String::as_str).collect();
+        let infos: Vec<bodies::ReplicasInfo<'_>> = names
+            .into_iter()
+            .filter_map(|name| self.groups.get_key_value(name))
+            .map(|(name, group)| {
+                let mut info = bodies::ReplicasInfo {
+                    broker_name: name,
+                    master_broker_id: group.master_broker_id,
+                    master_address: group.master_broker_id.and_then(|m| group.address_of(m)),
+                    master_epoch: group.master_epoch,
+                    sync_state_set_epoch: group.sync_state_set_epoch,
+                    in_sync: Vec::new(),
+                    not_in_sync: Vec::new(),
+                };
+                for (id, broker) in &group.brokers {
+                    let replica = bodies::ReplicaIdentity {
+                        broker_id: *id,
+                        address: &broker.address,
+                        alive: alive(&group.cluster_name, name, *id),
+                    };
+                    if group.sync_state_set.contains(id) {
+                        info.in_sync.push(replica);
+                    } else {
+                        info.not_in_sync.push(replica);
+                    }
+                }
+                info
+            })
+            .collect();
+        Reply::default().with_body(bodies::broker_replicas_info(&infos))
     }
+
+    /// Groups whose master is dead while another member lives: the controller should elect
+    /// for them (Java's scanNeedReelectBrokerSets). Java's JRaft variant negates the predicate
+    /// twice and so never finds any; this takes plain liveness.
     pub fn groups_needing_reelection(
         &self,
-        _alive: &dyn Fn(&str, &str, i64) -> bool,
+        alive: &dyn Fn(&str, &str, i64) -> bool,
     ) -> Vec<String> {
-        Vec::new()
+        self.groups
+            .iter()
+            .filter(|(name, group)| {
+                group.master_broker_id.is_some_and(|master| {
+                    !alive(&group.cluster_name, name, master)
+                        && group
+                            .brokers
+                            .keys()
+                            .any(|id| alive(&group.cluster_name, name, *id))
+                })
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
     }
-    pub fn cluster_of(&self, _b: &str) -> Option<&str> {
-        None
-    }
-    pub fn master_of(&self, _b: &str) -> Option<(i64, i32)> {
-        None
-    }
-    pub fn broker_id_of(&self, _b: &str, _a: &str) -> Option<i64> {
-        None
-    }
-    pub fn groups(&self) -> Vec<GroupView> {
-        Vec::new()
-    }
-}
 
-pub fn parse_sync_state_set(_body: &[u8]) -> Option<(BTreeSet<i64>, i32)> {
-    None
-}
-pub fn parse_broker_names(_body: &[u8]) -> Option<Vec<String>> {
-    None
-}
-pub fn sync_state_set_body(_set: &BTreeSet<i64>, _epoch: i32) -> Vec<u8> {
-    Vec::new()
+    pub fn cluster_of(&self, broker_name: &str) -> Option<&str> {
+        self.groups
+            .get(broker_name)
+            .map(|g| g.cluster_name.as_str())
+    }
+
+    /// (master id, master epoch) while the group has a master.
+    pub fn master_of(&self, broker_name: &str) -> Option<(i64, i32)> {
+        let group = self.groups.get(broker_name)?;
+        group.master_broker_id.map(|m| (m, group.master_epoch))
+    }
+
+    /// The id registered for `address` in the group (the lowest, should two share it).
+    pub fn broker_id_of(&self, broker_name: &str, address: &str) -> Option<i64> {
+        self.groups
+            .get(broker_name)?
+            .brokers
+            .iter()
+            .find(|(_, b)| b.address == address)
+            .map(|(id, _)| *id)
+    }
+
+    pub fn groups(&self) -> Vec<GroupView> {
+        self.groups
+            .iter()
+            .map(|(name, g)| GroupView {
+                cluster_name: g.cluster_name.clone(),
+                broker_name: name.clone(),
+                master_broker_id: g.master_broker_id,
+                master_epoch: g.master_epoch,
+                sync_state_set_epoch: g.sync_state_set_epoch,
+                sync_state_set: g.sync_state_set.iter().copied().collect(),
+                brokers: g
+                    .brokers
+                    .iter()
+                    .map(|(id, b)| (*id, b.address.clone()))
+                    .collect(),
+            })
+            .collect()
+    }
 }
