@@ -22,7 +22,7 @@ JAVA_DIR=$ROOT/interop/java
 LIB=$JAVA_DIR/lib
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 
-declare -A PID ADDR LOGF STARTS KIND
+declare -A PID ADDR LOGF STARTS NSPORT
 CTL_NODES=()     # controller node peer names (c0 c1 c2, or ns0 ns1 ns2 when embedded)
 NS_NODES=()      # NameServer peer names
 CTL_ADDRS=""     # controllerAddr for brokers: 127.0.0.1:P0;127.0.0.1:P1;127.0.0.1:P2
@@ -74,6 +74,10 @@ ctl_binaries() { # IMPL MODE NAMESRV_KIND
     CTL_BIN=${MQCONTROLLER:-$ROOT/target/debug/mqcontroller}
     [[ -x $CTL_BIN ]] || { echo "no mqcontroller binary at $CTL_BIN (set MQCONTROLLER, or build it: cargo build -p controller --bin mqcontroller)"; return 1; }
   fi
+  # Run copies: a rebuild of target/debug during the run must not swap the binary under a restart.
+  mkdir -p "$WORK/bin"
+  if [[ -n $NS_BIN ]]; then cp "$NS_BIN" "$WORK/bin/mqnamesrv" && NS_BIN=$WORK/bin/mqnamesrv || return 1; fi
+  if [[ -n $CTL_BIN ]]; then cp "$CTL_BIN" "$WORK/bin/mqcontroller" && CTL_BIN=$WORK/bin/mqcontroller || return 1; fi
   return 0
 }
 
@@ -204,6 +208,11 @@ ctl_configure() {
       echo "listenPort=${ns_ports[$i]}"
       echo "kvConfigPath=$dir/kvConfig.json"
       echo "rocketmqHome=$RMQ_HOME"
+      # Ours: no HTTP port (its default 9877 would collide with other servers on the machine); keys
+      # it does not know are ignored by Java's NameServer.
+      echo "httpEnable=false"
+      echo "routeSnapshotPath=$dir/routeSnapshot.json"
+      echo "logDir=$dir/logs"
       if [[ $CTL_MODE == embedded ]]; then
         echo "enableControllerInNamesrv=true"
         grep -v '^#' "$dir/controller.conf" | grep -v '^configStorePath='
@@ -213,7 +222,6 @@ ctl_configure() {
   local b
   for b in "${CTL_BROKERS[@]}"; do ctl_configure_broker "$b"; done
 }
-declare -A NSPORT
 
 ctl_configure_broker() { # NAME [KEY=VALUE...] (later keys override earlier ones: Properties keep the last)
   local name=$1 dir=$WORK/$1

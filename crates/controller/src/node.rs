@@ -19,18 +19,7 @@ use crate::raft::store::{self, Applied, LogStore, StateMachine};
 use crate::raft::Raft;
 use crate::state::{Command, GroupView, Reply, RoleChange};
 
-/// Response codes of the controller's answers (Java's `ResponseCode`).
-pub mod response {
-    pub const SUCCESS: i32 = 0;
-    pub const SYSTEM_ERROR: i32 = 1;
-    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
-    pub const NO_PERMISSION: i32 = 16;
-    pub const CONTROLLER_MASTER_NOT_AVAILABLE: i32 = 2004;
-    pub const CONTROLLER_INVALID_REQUEST: i32 = 2005;
-    pub const CONTROLLER_NOT_LEADER: i32 = 2007;
-    pub const CONTROLLER_MASTER_STILL_EXIST: i32 = 2011;
-    pub const CONTROLLER_ELECT_MASTER_FAILED: i32 = 2012;
-}
+pub use crate::state::code as response;
 
 /// Raft timing: a leader that dies is replaced in about two seconds, well inside the ten seconds
 /// a broker waits before it counts a controller as gone.
@@ -156,6 +145,32 @@ impl Controller {
             term: m.current_term,
             leader: m.current_leader,
             last_applied: m.last_applied.map(|l| l.index),
+        }
+    }
+
+    pub fn view(&self, max_groups: usize) -> ControllerView {
+        let raft = self.raft_status();
+        let config = self.config.read();
+        let leader = raft.leader.and_then(|l| config.peer(l));
+        let mut groups = self.groups();
+        let groups_total = groups.len();
+        groups.truncate(max_groups);
+        let c = &self.counters;
+        ControllerView {
+            group: config.group.clone(),
+            self_id: config.self_id.clone(),
+            address: config.self_peer().addr.clone(),
+            role: raft.state,
+            term: raft.term,
+            leader_id: leader.map(|p| p.id.clone()),
+            leader_address: leader.map(|p| p.addr.clone()),
+            groups,
+            groups_total,
+            live_brokers: self.live.lock().len(),
+            elections_new_master: c.elections_new_master.load(Ordering::Relaxed),
+            elections_kept_master: c.elections_kept_master.load(Ordering::Relaxed),
+            elections_no_master: c.elections_no_master.load(Ordering::Relaxed),
+            role_notifications: c.role_notifications.load(Ordering::Relaxed),
         }
     }
 
@@ -326,6 +341,27 @@ impl Controller {
                 .lock()
                 .is_some_and(|t| t.elapsed() >= DEFAULT_TIMEOUT)
     }
+}
+
+/// What the status page and the metrics show of the node.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ControllerView {
+    pub group: String,
+    pub self_id: String,
+    pub address: String,
+    pub role: String,
+    pub term: u64,
+    pub leader_id: Option<String>,
+    pub leader_address: Option<String>,
+    /// Broker groups, by name, at most as many as asked for.
+    pub groups: Vec<GroupView>,
+    pub groups_total: usize,
+    /// Brokers this node hears from.
+    pub live_brokers: usize,
+    pub elections_new_master: u64,
+    pub elections_kept_master: u64,
+    pub elections_no_master: u64,
+    pub role_notifications: u64,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

@@ -89,6 +89,20 @@ impl ControllerCluster {
         self.homes[i].path().to_path_buf()
     }
 
+    /// The lines of node `i`'s log files that mention the controller, for failure reports.
+    pub fn controller_log(&self, i: usize) -> String {
+        let dir = self.homes[i].path().join("logs").join("rocketmqlogs");
+        let mut out = String::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in text.lines().filter(|l| l.contains("controller")) {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// SIGKILL for a process of its own.
     pub fn kill(&mut self, i: usize) {
         if let Some(mut node) = self.nodes[i].take() {
@@ -203,10 +217,13 @@ impl ControllerBroker {
 
     /// Sends `cmd` to node `i` over this broker's connection to it; a failure drops the link.
     pub async fn call(&mut self, controllers: &[String], i: usize, cmd: RemotingCommand) -> Option<RemotingCommand> {
-        let client = self.link(controllers, i).await?;
+        let client = self.link(controllers, i).await;
+        if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG {} -> n{i} code {} link {}", self.addr, cmd.code, client.is_some()); }
+        let client = client?;
         match client.invoke(cmd, CALL_TIMEOUT).await {
-            Ok(resp) => Some(resp),
-            Err(_) => {
+            Ok(resp) => { if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG   <- {} {:?} {:?}", resp.code, resp.remark, resp.ext_fields); } Some(resp) }
+            Err(e) => {
+                if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG   <- error {e}"); }
                 self.links[i] = None;
                 None
             }
@@ -373,8 +390,9 @@ impl ControllerBroker {
                 continue;
             };
             let request = broker.register_request(&topics, dv(self.max_offset + 1, self.epoch as i64));
-            if client.invoke(request, CALL_TIMEOUT).await.is_err() {
-                self.namesrv_links[i] = None;
+            match client.invoke(request, CALL_TIMEOUT).await {
+                Ok(r) => { if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG ns{i} register {} as {}: {} {:?}", self.addr, if master {0} else {id}, r.code, r.remark); } }
+                Err(_) => self.namesrv_links[i] = None,
             }
         }
     }

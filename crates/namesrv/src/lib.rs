@@ -187,6 +187,10 @@ pub async fn run(
              this or another write; set tls.server.mode=enforcing"
         );
     }
+    let mut metrics = metrics::Metrics::default();
+    if let Some(running) = &controller {
+        metrics.watch_controller(running.controller.clone());
+    }
     let routes = RouteTable::with_registry(registry);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
@@ -198,7 +202,7 @@ pub async fn run(
         connections: Default::default(),
         tls: tls.clone(),
         credentials: credentials.clone(),
-        metrics: Default::default(),
+        metrics,
         admission: Arc::new(admission::Admission::new(admission)),
         decode_budget: Arc::new(tokio::sync::Semaphore::new(decode_budget_kib as usize)),
         decode_budget_kib,

@@ -1,8 +1,9 @@
 //! Chaos for controller mode: three NameServers with embedded controller nodes and two broker
 //! groups of three brokers each. Every round kills or restarts a random controller node or
-//! broker (never more than the group can lose), lets the survivors settle, and checks the
-//! invariants: one master per epoch, epochs that only grow, broker ids never reused, a master for
-//! every group with a live member, and NameServer routes that agree with the controller.
+//! broker (never more than the group can lose), lets the survivors settle (a live master, every
+//! live member in the sync-state set), and checks the invariants: one master per epoch, epochs
+//! that only grow, broker ids never reused, a master for every group with a live member, and
+//! NameServer routes that agree with the controller.
 //!
 //! `CHAOS_SEED` replays a run; `CHAOS_ROUNDS` sets its length (50 by default).
 
@@ -90,10 +91,8 @@ impl Invariants {
 /// sync-state set; then register with the NameServers under the role it has.
 async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Invariants) {
     let controllers = cluster.controllers.clone();
-    let namesrvs: Vec<String> = (0..controllers.len())
-        .filter(|i| cluster.is_running(*i))
-        .map(|i| cluster.namesrvs[i].clone())
-        .collect();
+    // All of them, stopped ones too: a broker's connections are by position in this list.
+    let namesrvs = cluster.namesrvs.clone();
     for g in GROUPS {
         let live_ids: BTreeSet<i64> = members
             .iter()
@@ -103,7 +102,10 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
         for m in members.iter_mut().filter(|m| m.running && m.broker.name == g) {
             let b = &mut m.broker;
             if b.id.is_none() {
-                let _ = b.register(&controllers).await;
+                let r = b.register(&controllers).await;
+                if std::env::var("CHAOS_DEBUG").is_ok() {
+                    println!("register {}: {:?}", b.addr, r.map(|r| (r.code, r.remark)));
+                }
                 if let Some(id) = b.id {
                     inv.observe_id(g, id, &b.addr.clone());
                 }
@@ -122,9 +124,9 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
                     if info.sync_state_set != live_ids && live_ids.contains(&master) {
                         let _ = b.alter_sync_state_set(&controllers, &info, &live_ids).await;
                     }
-                    b.register_with_namesrvs(&namesrvs, true, &[g]).await;
+                    b.register_with_namesrvs(&namesrvs, true, &[g, "chaos-common"]).await;
                 }
-                Some(_) => b.register_with_namesrvs(&namesrvs, false, &[g]).await,
+                Some(_) => b.register_with_namesrvs(&namesrvs, false, &[g, "chaos-common"]).await,
             }
         }
     }
@@ -135,14 +137,21 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
 async fn settled(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Invariants) -> bool {
     let controllers = cluster.controllers.clone();
     for g in GROUPS {
-        let live: Vec<(i64, String)> = members
+        let running: Vec<&Member> = members
             .iter()
             .filter(|m| m.running && m.broker.name == g)
-            .filter_map(|m| Some((m.broker.id?, m.broker.addr.clone())))
             .collect();
-        if live.is_empty() {
+        if running.is_empty() {
             continue;
         }
+        // Every running broker must have got its id.
+        let Some(live) = running
+            .iter()
+            .map(|m| Some((m.broker.id?, m.broker.addr.clone())))
+            .collect::<Option<Vec<(i64, String)>>>()
+        else {
+            return false;
+        };
         let Some(asker) = members.iter_mut().find(|m| m.running && m.broker.name == g) else {
             continue;
         };
@@ -156,6 +165,13 @@ async fn settled(cluster: &ControllerCluster, members: &mut [Member], inv: &mut 
         let Some((_, master_addr)) = live.iter().find(|(id, _)| *id == master) else {
             return false;
         };
+        // Settled also means caught up: every live member is back in the sync-state set, so
+        // that the next round's master loss leaves someone electable (with unclean elections
+        // off, a group whose set holds only a dead master rightly stays without one).
+        let live_ids: BTreeSet<i64> = live.iter().map(|(id, _)| *id).collect();
+        if info.sync_state_set != live_ids {
+            return false;
+        }
         for i in 0..controllers.len() {
             if !cluster.is_running(i) {
                 continue;
@@ -169,6 +185,9 @@ async fn settled(cluster: &ControllerCluster, members: &mut [Member], inv: &mut 
                 .get(g)
                 .and_then(|b| b.broker_addrs.get(&0));
             if listed != Some(master_addr) {
+                if std::env::var("CHAOS_DEBUG").is_ok() {
+                    println!("{g}: NameServer n{i} lists {listed:?} at id 0, controller master {master_addr}; {:?}", info.broker_addr_table.get(g));
+                }
                 return false;
             }
         }
@@ -270,6 +289,11 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if !inv.violations.is_empty() {
+            for i in 0..3 {
+                println!("--- node n{i}:\n{}", cluster.controller_log(i));
+            }
         }
         assert!(
             inv.violations.is_empty(),

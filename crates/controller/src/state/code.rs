@@ -2,6 +2,9 @@
 //! and mqadmin read them as they read the Java controller's.
 
 pub const SUCCESS: i32 = 0;
+pub const SYSTEM_ERROR: i32 = 1;
+pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
+pub const NO_PERMISSION: i32 = 16;
 pub const CONTROLLER_FENCED_MASTER_EPOCH: i32 = 2000;
 pub const CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
 pub const CONTROLLER_INVALID_MASTER: i32 = 2002;

@@ -195,6 +195,9 @@ struct Status {
     /// Newest first.
     changes: Vec<ChangeView>,
     series: SeriesView,
+    /// The embedded controller node, when `enableControllerInNamesrv` is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    controller: Option<namesrv_controller::node::ControllerView>,
 }
 
 #[derive(Serialize)]
@@ -397,6 +400,7 @@ fn status(http: &Http, q: &PageQuery, host: Option<&str>) -> Status {
             span_s: SAMPLE_EVERY.as_secs() * SAMPLES_KEPT as u64,
             points,
         },
+        controller: state.controller.as_ref().map(|c| c.view(PAGE_ROWS)),
     }
 }
 
@@ -696,6 +700,10 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     page.push_str("</table>");
     not_shown(&mut page, s.clusters_more, "clusters");
 
+    if let Some(c) = &s.controller {
+        controller_section(&mut page, c);
+    }
+
     page.push_str("<h2>Attention</h2><ul id=attention>");
     for g in &s.flagged {
         let _ = write!(
@@ -799,6 +807,54 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
         "<script>const EVERY = {POLL_MS};\n{SCRIPT}</script></body></html>"
     );
     page
+}
+
+fn controller_section(page: &mut String, c: &namesrv_controller::node::ControllerView) {
+    let leader = match (&c.leader_id, &c.leader_address) {
+        (Some(id), Some(addr)) => format!("{id} ({addr})"),
+        _ => "none".to_string(),
+    };
+    let _ = write!(
+        page,
+        "<h2>Controller</h2><p id=controller>node {} of group {} at {}: {}, term {}, leader {}; \
+         hears from {} brokers; elections: {} new master, {} kept, {} without a master</p>",
+        esc(&c.self_id),
+        esc(&c.group),
+        esc(&c.address),
+        esc(&c.role),
+        c.term,
+        esc(&leader),
+        c.live_brokers,
+        c.elections_new_master,
+        c.elections_kept_master,
+        c.elections_no_master,
+    );
+    page.push_str(
+        "<table id=replica-groups><tr><th>cluster</th><th>broker name</th><th>master id</th>\
+         <th>master epoch</th><th>sync-state set</th><th>set epoch</th><th>brokers</th></tr>",
+    );
+    for g in &c.groups {
+        let set: Vec<String> = g.sync_state_set.iter().map(i64::to_string).collect();
+        let brokers: Vec<String> = g
+            .brokers
+            .iter()
+            .map(|(id, addr)| format!("{id}={addr}"))
+            .collect();
+        cells(
+            page,
+            &[
+                &g.cluster_name,
+                &g.broker_name,
+                &g.master_broker_id.map_or("none".to_string(), |m| m.to_string()),
+                &g.master_epoch.to_string(),
+                &set.join(", "),
+                &g.sync_state_set_epoch.to_string(),
+                &brokers.join(", "),
+            ],
+        );
+    }
+    page.push_str("</table>");
+    not_shown(page, c.groups_total.saturating_sub(c.groups.len()), "broker groups");
 }
 
 fn not_shown(page: &mut String, hidden: usize, what: &str) {

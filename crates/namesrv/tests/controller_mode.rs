@@ -1,0 +1,284 @@
+//! Controller mode against the real binary: `mqnamesrv` with `enableControllerInNamesrv=true`,
+//! brokers that follow the controller protocol, restarts from disk and leader failover.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+use namesrv_testkit::{
+    request, ControllerBroker, ControllerCluster, Launch, ALTER_SYNC_STATE_SET, APPLY_BROKER_ID,
+    CLEAN_BROKER_DATA, ELECT_MASTER, GET_METADATA_INFO, GET_NEXT_BROKER_ID, GET_REPLICA_INFO,
+    GET_SYNC_STATE_DATA,
+};
+use rocketmq_wire::frame::RemotingCodec;
+use rocketmq_wire::RemotingCommand;
+use tokio_util::codec::FramedRead;
+
+const BINARY: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
+/// Quick expiry so that tests of a silent broker take seconds.
+const FAST: &str = "scanNotActiveBrokerInterval=200\nscanInactiveMasterInterval=500\n";
+
+async fn leader_of(cluster: &ControllerCluster) -> String {
+    let i = cluster
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("the controller group elects a leader");
+    cluster.controllers[i].clone()
+}
+
+/// A broker of group `name` that has its id, is registered and heartbeats.
+async fn joined(cluster: &ControllerCluster, name: &'static str, addr: &str) -> ControllerBroker {
+    let mut b = ControllerBroker::new("CtlCluster", name, addr);
+    b.heartbeat_timeout_ms = 1_500;
+    let resp = b
+        .register(&cluster.controllers)
+        .await
+        .expect("the controller answers the registration");
+    assert_eq!(resp.code, 0, "registration: {:?}", resp.remark);
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_get_ids_in_order_and_the_first_to_ask_becomes_master() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    let mut a = joined(&cluster, "grp", "127.0.0.1:41001").await;
+    let mut b = joined(&cluster, "grp", "127.0.0.1:41002").await;
+    assert_eq!((a.id, b.id), (Some(1), Some(2)));
+
+    let elected = a.elect_self(&cluster.controllers).await.unwrap();
+    assert_eq!(elected.code, 0, "{:?}", elected.remark);
+    assert_eq!(elected.ext("masterBrokerId"), Some("1"));
+    assert_eq!(elected.ext("masterAddress"), Some("127.0.0.1:41001"));
+    assert_eq!(elected.ext("masterEpoch"), Some("1"));
+
+    // The second asks too late: the master stands (MASTER_STILL_EXIST, which brokers take as
+    // an answer).
+    let again = b.elect_self(&cluster.controllers).await.unwrap();
+    assert_eq!(again.code, 2011);
+    assert_eq!(again.ext("masterBrokerId"), Some("1"));
+
+    // The master takes the slave into its sync-state set.
+    a.heartbeat(&cluster.controllers).await;
+    b.heartbeat(&cluster.controllers).await;
+    let info = a.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(info.sync_state_set, BTreeSet::from([1]));
+    let altered = a
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(altered.code, 0, "{:?}", altered.remark);
+    let info = b.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(info.sync_state_set, BTreeSet::from([1, 2]));
+    assert_eq!(info.sync_state_set_epoch, 2);
+
+    // A stale master epoch is fenced.
+    let mut stale = info.clone();
+    stale.master_epoch = 0;
+    let fenced = a
+        .alter_sync_state_set(&cluster.controllers, &stale, &BTreeSet::from([1]))
+        .await
+        .unwrap();
+    assert_eq!(fenced.code, 2000);
+
+    // What mqadmin getSyncStateSet shows.
+    let leader = leader_of(&cluster).await;
+    let data = request(
+        &leader,
+        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(data.code, 0);
+    let body: serde_json::Value = serde_json::from_slice(data.body.as_deref().unwrap()).unwrap();
+    let group = &body["replicasInfoTable"]["grp"];
+    assert_eq!(group["masterBrokerId"], 1);
+    assert_eq!(group["inSyncReplicas"].as_array().unwrap().len(), 2);
+    assert_eq!(group["inSyncReplicas"][0]["alive"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    // The slave listens where it says it does, to receive NOTIFY_BROKER_ROLE_CHANGED.
+    let slave_port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let slave_addr = slave_port.local_addr().unwrap().to_string();
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41011").await;
+    let mut slave = joined(&cluster, "grp", &slave_addr).await;
+    slave.heartbeat_timeout_ms = 10_000;
+    master.elect_self(&cluster.controllers).await.unwrap();
+    master.heartbeat(&cluster.controllers).await;
+    slave.heartbeat(&cluster.controllers).await;
+    let info = master.replica_info(&cluster.controllers).await.unwrap();
+    let altered = master
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(altered.code, 0);
+
+    // The master's process dies: its connections close.
+    master.disconnect();
+    let (conn, _) = tokio::time::timeout(Duration::from_secs(10), slave_port.accept())
+        .await
+        .expect("the controller tells the survivor within seconds")
+        .unwrap();
+    let mut frames = FramedRead::new(conn, RemotingCodec::new(1 << 20));
+    let notice = tokio::time::timeout(Duration::from_secs(5), frames.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(notice.code, 1008);
+    assert!(notice.is_oneway());
+    assert_eq!(notice.ext("masterBrokerId"), Some("2"));
+    assert_eq!(notice.ext("masterAddress"), Some(slave_addr.as_str()));
+    assert_eq!(notice.ext("masterEpoch"), Some("2"));
+    let body: serde_json::Value = serde_json::from_slice(notice.body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["syncStateSet"], serde_json::json!([2]));
+
+    let info = slave.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(info.master_id, Some(2));
+    assert_eq!(info.master_epoch, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_and_epochs_survive_a_restart_of_the_node() {
+    let mut cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    let mut a = joined(&cluster, "grp", "127.0.0.1:41021").await;
+    joined(&cluster, "grp", "127.0.0.1:41022").await;
+    a.elect_self(&cluster.controllers).await.unwrap();
+    let before = a.replica_info(&cluster.controllers).await.unwrap();
+
+    cluster.kill(0);
+    cluster.restart(0);
+    let leader = leader_of(&cluster).await;
+    let mut after = None;
+    for _ in 0..50 {
+        after = a.replica_info(&cluster.controllers).await;
+        if after.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(after.as_ref(), Some(&before), "the group's state after the restart");
+    let next = request(
+        &leader,
+        RemotingCommand::request(GET_NEXT_BROKER_ID)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", "grp"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next.ext("nextBrokerId"), Some("3"), "ids are never handed out twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_takes_over_within_seconds_and_followers_send_brokers_to_it() {
+    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let first = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    let follower = (first + 1) % 3;
+    let refused = request(
+        &cluster.controllers[follower],
+        RemotingCommand::request(GET_NEXT_BROKER_ID)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", "grp"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.code, 2007, "a follower does not serve brokers");
+    let meta = request(
+        &cluster.controllers[follower],
+        RemotingCommand::request(GET_METADATA_INFO),
+    )
+    .await
+    .unwrap();
+    assert_eq!(meta.ext("isLeader"), Some("false"));
+    assert_eq!(
+        meta.ext("controllerLeaderAddress"),
+        Some(cluster.controllers[first].as_str())
+    );
+
+    let mut a = joined(&cluster, "grp", "127.0.0.1:41031").await;
+    a.elect_self(&cluster.controllers).await.unwrap();
+    let started = std::time::Instant::now();
+    cluster.kill(first);
+    let second = cluster
+        .leader(Duration::from_secs(10))
+        .await
+        .expect("a new leader within 10 s");
+    assert_ne!(second, first);
+    println!("controller leader failover: {:?}", started.elapsed());
+    let mut b = ControllerBroker::new("CtlCluster", "grp", "127.0.0.1:41032");
+    let mut resp = None;
+    for _ in 0..20 {
+        resp = b.register(&cluster.controllers).await;
+        if resp.as_ref().is_some_and(|r| r.code == 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(resp.map(|r| r.code), Some(0));
+    assert_eq!(b.id, Some(2), "the new leader knows the ids the old one gave");
+    let info = b.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(info.master_epoch, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_controller_requests_get_an_error_and_change_nothing() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let leader = leader_of(&cluster).await;
+    let mut a = joined(&cluster, "grp", "127.0.0.1:41041").await;
+    a.elect_self(&cluster.controllers).await.unwrap();
+    let before = a.replica_info(&cluster.controllers).await.unwrap();
+    let hostile = [
+        RemotingCommand::request(ALTER_SYNC_STATE_SET)
+            .with_ext("brokerName", "grp")
+            .with_ext("masterBrokerId", 1)
+            .with_ext("masterEpoch", 1)
+            .with_body(&b"{\"syncStateSet\":"[..]),
+        RemotingCommand::request(ALTER_SYNC_STATE_SET),
+        RemotingCommand::request(ELECT_MASTER),
+        RemotingCommand::request(APPLY_BROKER_ID).with_ext("brokerName", "grp"),
+        RemotingCommand::request(APPLY_BROKER_ID)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", "grp")
+            .with_ext("appliedBrokerId", 1)
+            .with_ext("registerCheckCode", "127.0.0.9:1;1"),
+        RemotingCommand::request(CLEAN_BROKER_DATA)
+            .with_ext("brokerName", "grp")
+            .with_ext("brokerControllerIdsToClean", "1;x"),
+        RemotingCommand::request(GET_REPLICA_INFO),
+        RemotingCommand::request(1190).with_body(&b"not json"[..]),
+        RemotingCommand::request(1191).with_body(&b"{}"[..]),
+        RemotingCommand::request(4242),
+    ];
+    for req in hostile {
+        let code = req.code;
+        let resp = request(&leader, req).await.expect("an answer, not a hang");
+        assert_ne!(resp.code, 0, "request {code} must be refused");
+    }
+    let after = a.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(after, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_shows_on_metrics_and_on_the_status_page() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    let mut a = joined(&cluster, "grp<b>", "127.0.0.1:41051").await;
+    a.elect_self(&cluster.controllers).await.unwrap();
+    let node = cluster.nodes[0].as_ref().unwrap();
+    let metrics = node.http_get("/metrics").await;
+    assert!(metrics.contains("namesrv_controller_is_leader 1"), "{metrics}");
+    assert!(
+        metrics.contains("namesrv_controller_master_epoch{cluster=\"CtlCluster\",broker_name=\"grp<b>\"} 1"),
+        "{metrics}"
+    );
+    let page = node.http_get("/").await;
+    assert!(page.contains("<h2>Controller</h2>"));
+    assert!(page.contains("grp&lt;b&gt;"), "names are escaped");
+    let json: serde_json::Value = serde_json::from_str(&node.http_get("/status.json").await).unwrap();
+    assert_eq!(json["controller"]["groups"][0]["master_broker_id"], 1);
+}
