@@ -52,7 +52,9 @@ pub struct ControllerCluster {
 impl ControllerCluster {
     /// Starts `n` nodes; `extra` is appended to every node's config file.
     pub fn start(launch: Launch, n: usize, extra: &str) -> Self {
-        let controllers: Vec<String> = (0..n).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+        let controllers: Vec<String> = (0..n)
+            .map(|_| format!("127.0.0.1:{}", free_port()))
+            .collect();
         let namesrv_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let peers: Vec<String> = controllers
             .iter()
@@ -64,7 +66,10 @@ impl ControllerCluster {
             homes: Vec::new(),
             props: Vec::new(),
             nodes: Vec::new(),
-            namesrvs: namesrv_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
+            namesrvs: namesrv_ports
+                .iter()
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect(),
             controllers,
         };
         for (i, port) in namesrv_ports.iter().enumerate() {
@@ -134,7 +139,8 @@ impl ControllerCluster {
                 if !self.is_running(i) {
                     continue;
                 }
-                if let Some(resp) = request(addr, RemotingCommand::request(GET_METADATA_INFO)).await {
+                if let Some(resp) = request(addr, RemotingCommand::request(GET_METADATA_INFO)).await
+                {
                     if resp.ext("isLeader") == Some("true") {
                         return Some(i);
                     }
@@ -209,21 +215,24 @@ impl ControllerBroker {
             self.links.resize(controllers.len(), None);
         }
         if self.links[i].is_none() {
-            let connect = tokio::time::timeout(CALL_TIMEOUT, Client::connect(controllers[i].as_str()));
+            let connect =
+                tokio::time::timeout(CALL_TIMEOUT, Client::connect(controllers[i].as_str()));
             self.links[i] = connect.await.ok().and_then(Result::ok);
         }
         self.links[i].clone()
     }
 
     /// Sends `cmd` to node `i` over this broker's connection to it; a failure drops the link.
-    pub async fn call(&mut self, controllers: &[String], i: usize, cmd: RemotingCommand) -> Option<RemotingCommand> {
-        let client = self.link(controllers, i).await;
-        if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG {} -> n{i} code {} link {}", self.addr, cmd.code, client.is_some()); }
-        let client = client?;
+    pub async fn call(
+        &mut self,
+        controllers: &[String],
+        i: usize,
+        cmd: RemotingCommand,
+    ) -> Option<RemotingCommand> {
+        let client = self.link(controllers, i).await?;
         match client.invoke(cmd, CALL_TIMEOUT).await {
-            Ok(resp) => { if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG   <- {} {:?} {:?}", resp.code, resp.remark, resp.ext_fields); } Some(resp) }
-            Err(e) => {
-                if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG   <- error {e}"); }
+            Ok(resp) => Some(resp),
+            Err(_) => {
                 self.links[i] = None;
                 None
             }
@@ -374,12 +383,22 @@ impl ControllerBroker {
 
     /// Registers with every NameServer under the role the controller gave it: id 0 as master,
     /// its own id as a slave, the master epoch as the data version's state version.
-    pub async fn register_with_namesrvs(&mut self, namesrvs: &[String], master: bool, topics: &[&str]) {
+    pub async fn register_with_namesrvs(
+        &mut self,
+        namesrvs: &[String],
+        master: bool,
+        topics: &[&str],
+    ) {
         let Some(id) = self.id else { return };
         if self.namesrv_links.len() < namesrvs.len() {
             self.namesrv_links.resize(namesrvs.len(), None);
         }
-        let broker = Broker::new(self.cluster, self.name, if master { 0 } else { id }, &self.addr);
+        let broker = Broker::new(
+            self.cluster,
+            self.name,
+            if master { 0 } else { id },
+            &self.addr,
+        );
         let topics: Vec<(&str, i32)> = topics.iter().map(|t| (*t, 6)).collect();
         for (i, addr) in namesrvs.iter().enumerate() {
             if self.namesrv_links[i].is_none() {
@@ -389,10 +408,10 @@ impl ControllerBroker {
             let Some(client) = self.namesrv_links[i].clone() else {
                 continue;
             };
-            let request = broker.register_request(&topics, dv(self.max_offset + 1, self.epoch as i64));
-            match client.invoke(request, CALL_TIMEOUT).await {
-                Ok(r) => { if std::env::var("CHAOS_DEBUG").is_ok() { eprintln!("DEBUG ns{i} register {} as {}: {} {:?}", self.addr, if master {0} else {id}, r.code, r.remark); } }
-                Err(_) => self.namesrv_links[i] = None,
+            let request =
+                broker.register_request(&topics, dv(self.max_offset + 1, self.epoch as i64));
+            if client.invoke(request, CALL_TIMEOUT).await.is_err() {
+                self.namesrv_links[i] = None;
             }
         }
     }

@@ -80,7 +80,9 @@ fn main() -> ExitCode {
             println!("{line}");
             // After the NameServer's line: tools read the address from the first boot line.
             if let Some(controller) = endpoints.controller {
-                println!("The ControllerManager boot success. serializeType=JSON, address {controller}");
+                println!(
+                    "The ControllerManager boot success. serializeType=JSON, address {controller}"
+                );
             }
         },
         nth_signal(signals.clone(), 1),

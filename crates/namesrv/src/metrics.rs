@@ -301,7 +301,9 @@ impl Collector for ControllerCollector {
                 None,
                 g.metric_type(),
             )?;
-            g.encode(family.encode_family(&RoleLabel { role: v.role.to_lowercase() })?)?;
+            g.encode(family.encode_family(&RoleLabel {
+                role: v.role.to_lowercase(),
+            })?)?;
         }
         gauge(
             &mut encoder,
@@ -309,7 +311,12 @@ impl Collector for ControllerCollector {
             "1 when this controller node leads its group",
             i64::from(v.leader_id.as_deref() == Some(v.self_id.as_str())),
         )?;
-        gauge(&mut encoder, "controller_term", "The Raft term this node is in", v.term as i64)?;
+        gauge(
+            &mut encoder,
+            "controller_term",
+            "The Raft term this node is in",
+            v.term as i64,
+        )?;
         gauge(
             &mut encoder,
             "controller_live_brokers",

@@ -99,7 +99,10 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
             .filter(|m| m.running && m.broker.name == g)
             .filter_map(|m| m.broker.id)
             .collect();
-        for m in members.iter_mut().filter(|m| m.running && m.broker.name == g) {
+        for m in members
+            .iter_mut()
+            .filter(|m| m.running && m.broker.name == g)
+        {
             let b = &mut m.broker;
             if b.id.is_none() {
                 let r = b.register(&controllers).await;
@@ -124,9 +127,13 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
                     if info.sync_state_set != live_ids && live_ids.contains(&master) {
                         let _ = b.alter_sync_state_set(&controllers, &info, &live_ids).await;
                     }
-                    b.register_with_namesrvs(&namesrvs, true, &[g, "chaos-common"]).await;
+                    b.register_with_namesrvs(&namesrvs, true, &[g, "chaos-common"])
+                        .await;
                 }
-                Some(_) => b.register_with_namesrvs(&namesrvs, false, &[g, "chaos-common"]).await,
+                Some(_) => {
+                    b.register_with_namesrvs(&namesrvs, false, &[g, "chaos-common"])
+                        .await
+                }
             }
         }
     }
@@ -134,7 +141,11 @@ async fn tick(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Inv
 
 /// Whether every group with a live member has a live master that every running NameServer
 /// lists at id 0.
-async fn settled(cluster: &ControllerCluster, members: &mut [Member], inv: &mut Invariants) -> bool {
+async fn settled(
+    cluster: &ControllerCluster,
+    members: &mut [Member],
+    inv: &mut Invariants,
+) -> bool {
     let controllers = cluster.controllers.clone();
     for g in GROUPS {
         let running: Vec<&Member> = members
@@ -225,8 +236,11 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
     let mut members: Vec<Member> = Vec::new();
     for (gi, g) in GROUPS.iter().enumerate() {
         for k in 0..3 {
-            let mut broker =
-                ControllerBroker::new("ChaosCluster", g, &format!("127.0.0.{}:{}", 10 + gi, 30911 + k));
+            let mut broker = ControllerBroker::new(
+                "ChaosCluster",
+                g,
+                &format!("127.0.0.{}:{}", 10 + gi, 30911 + k),
+            );
             broker.heartbeat_timeout_ms = 1_500;
             members.push(Member {
                 broker,
@@ -257,7 +271,10 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
                 2 | 3 => {
                     let i = dice.below(members.len());
                     let g = members[i].broker.name;
-                    let alive = members.iter().filter(|m| m.running && m.broker.name == g).count();
+                    let alive = members
+                        .iter()
+                        .filter(|m| m.running && m.broker.name == g)
+                        .count();
                     if members[i].running && alive > 1 {
                         members[i].running = false;
                         members[i].broker.disconnect();
@@ -270,7 +287,10 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
                     Some(i) => {
                         members[i].running = true;
                         members[i].broker.max_offset += 1;
-                        format!("restart broker {}/{:?}", members[i].broker.name, members[i].broker.id)
+                        format!(
+                            "restart broker {}/{:?}",
+                            members[i].broker.name, members[i].broker.id
+                        )
                     }
                     None => "nothing".to_string(),
                 },
@@ -284,8 +304,9 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
                 break;
             }
             if tokio::time::Instant::now() > deadline {
-                inv.violations
-                    .push(format!("round {round}: no settled master within {SETTLE_LIMIT:?}"));
+                inv.violations.push(format!(
+                    "round {round}: no settled master within {SETTLE_LIMIT:?}"
+                ));
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -845,7 +845,8 @@ fn controller_section(page: &mut String, c: &namesrv_controller::node::Controlle
             &[
                 &g.cluster_name,
                 &g.broker_name,
-                &g.master_broker_id.map_or("none".to_string(), |m| m.to_string()),
+                &g.master_broker_id
+                    .map_or("none".to_string(), |m| m.to_string()),
                 &g.master_epoch.to_string(),
                 &set.join(", "),
                 &g.sync_state_set_epoch.to_string(),
@@ -854,7 +855,11 @@ fn controller_section(page: &mut String, c: &namesrv_controller::node::Controlle
         );
     }
     page.push_str("</table>");
-    not_shown(page, c.groups_total.saturating_sub(c.groups.len()), "broker groups");
+    not_shown(
+        page,
+        c.groups_total.saturating_sub(c.groups.len()),
+        "broker groups",
+    );
 }
 
 fn not_shown(page: &mut String, hidden: usize, what: &str) {
