@@ -1,0 +1,129 @@
+//! The standalone `mqcontroller` binary, as an operator starts Java's `ControllerStartup`: a Java
+//! controller config file, the boot line, the port, a bad config refused with the key named.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rocketmq_wire::client::Client;
+use rocketmq_wire::RemotingCommand;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node(Child);
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary on `conf` and waits for its boot line; the address it names.
+fn start(conf: &std::path::Path) -> (Node, String) {
+    let mut child = Command::new(BINARY)
+        .arg("-c")
+        .arg(conf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .next()
+        .expect("mqcontroller exited before booting")
+        .unwrap();
+    assert!(line.starts_with("Controller Server boot success"), "{line}");
+    std::thread::spawn(move || for _ in lines {});
+    let addr = line.rsplit(' ').next().unwrap().to_string();
+    (Node(child), addr)
+}
+
+async fn metadata(addr: &str) -> RemotingCommand {
+    let client = Client::connect(addr).await.unwrap();
+    client
+        .invoke(RemotingCommand::request(1005), Duration::from_secs(5))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_java_controller_config_file_starts_a_one_node_group_that_leads_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = dir.path().join("controller.conf");
+    // The quick-start file of Java's distribution, with its DLedger-only keys.
+    std::fs::write(
+        &conf,
+        format!(
+            "controllerDLegerGroup = group1\ncontrollerDLegerPeers = n0-127.0.0.1:{port}\n\
+             controllerDLegerSelfId = n0\ncontrollerStorePath = {}\nmappedFileSize = 67108864\n\
+             enableElectUncleanMaster = false\nnotifyBrokerRoleChanged = true\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .unwrap();
+    let (_node, addr) = start(&conf);
+    assert_eq!(addr, format!("127.0.0.1:{port}"));
+    let mut leader = None;
+    for _ in 0..100 {
+        let m = metadata(&addr).await;
+        if m.ext("isLeader") == Some("true") {
+            leader = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let m = leader.expect("a one-node group elects itself");
+    assert_eq!(m.ext("group"), Some("group1"));
+    assert_eq!(m.ext("controllerLeaderId"), Some("n0"));
+    assert_eq!(
+        m.ext("peers"),
+        Some(format!("n0:127.0.0.1:{port};").as_str())
+    );
+    assert!(dir.path().join("store").join("raft.redb").exists());
+}
+
+#[test]
+fn a_config_without_peers_is_refused_with_the_key_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("controller.conf");
+    std::fs::write(&conf, "controllerDLegerSelfId=n0\n").unwrap();
+    let out = Command::new(BINARY).arg("-c").arg(&conf).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("controllerDLegerPeers"), "{err}");
+}
+
+#[test]
+fn print_config_item_lists_every_key_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("controller.conf");
+    std::fs::write(
+        &conf,
+        "controllerType=jRaft\njRaftInitConf=127.0.0.1:9880,127.0.0.1:9881\n\
+         jRaftServerId=127.0.0.1:9881\njRaftControllerRPCAddr=127.0.0.1:9770,127.0.0.1:9771\n",
+    )
+    .unwrap();
+    let out = Command::new(BINARY)
+        .arg("-c")
+        .arg(&conf)
+        .arg("-p")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(listing.contains("controllerDLegerSelfId=n1\n"), "{listing}");
+    assert!(
+        listing.contains("scanNotActiveBrokerInterval=5000\n"),
+        "{listing}"
+    );
+}
