@@ -1,8 +1,14 @@
-//! The command line: mqadmin's NameServer commands under their mqadmin names and flags.
+//! The command line: mqadmin's NameServer and controller commands under their mqadmin names and
+//! flags.
+
+use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Administers RocketMQ NameServers (the NameServer commands of mqadmin).
+use crate::controller::id_list;
+
+/// Administers RocketMQ NameServers and controllers (the NameServer and controller commands of
+/// mqadmin).
 #[derive(Debug, Parser)]
 #[command(name = "nsadmin", version)]
 pub struct Cli {
@@ -112,6 +118,107 @@ pub enum Command {
         )]
         namespaces: Vec<String>,
     },
+    /// The controller group as a node sees it: group name, leader and peers.
+    #[command(name = "getControllerMetaData")]
+    GetControllerMetaData {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+    },
+    /// Each broker set's master and sync-state set, from the controller leader.
+    #[command(name = "getSyncStateSet")]
+    GetSyncStateSet {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        #[command(flatten)]
+        sets: BrokerSets,
+    },
+    /// Make a broker the master of its broker set (it must be alive, and in the sync-state set
+    /// unless the controller elects unclean masters).
+    #[command(name = "electMaster")]
+    ElectMaster {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        /// The cluster of the broker set.
+        #[arg(short = 'c', long = "clusterName")]
+        cluster: String,
+        /// The broker set (`-bn` as in mqadmin).
+        #[arg(long = "brokerName", visible_alias = "bn")]
+        broker: String,
+        /// The id of the broker to make master.
+        #[arg(short = 'b', long = "brokerId")]
+        broker_id: i64,
+    },
+    /// Remove brokers of a broker set, or the whole set, from the controller's metadata.
+    #[command(name = "cleanBrokerMetadata")]
+    CleanBrokerMetadata {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        /// The broker set (`-bn` as in mqadmin).
+        #[arg(long = "brokerName", visible_alias = "bn")]
+        broker: String,
+        /// The cluster of the broker set; needed unless -l is given.
+        #[arg(
+            short = 'c',
+            long = "clusterName",
+            required_unless_present = "clean_living"
+        )]
+        cluster: Option<String>,
+        /// The broker ids to remove, `1;2;3`; without it the whole broker set.
+        #[arg(short = 'b', long = "brokerControllerIdsToClean", value_parser = id_list)]
+        ids: Option<String>,
+        /// Remove brokers even while they are alive.
+        #[arg(short = 'l', long = "cleanLivingBroker")]
+        clean_living: bool,
+    },
+    /// The configuration of each controller node of -a.
+    #[command(name = "getControllerConfig")]
+    GetControllerConfig {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+    },
+    /// Change a configuration key on each controller node of -a.
+    #[command(name = "updateControllerConfig")]
+    UpdateControllerConfig {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        #[arg(short = 'k', long = "key")]
+        key: String,
+        #[arg(short = 'v', long = "value")]
+        value: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerAddrs {
+    /// Controller node addresses, `host:port;host:port`; requests the leader must answer go to
+    /// the leader these nodes name.
+    #[arg(short = 'a', long = "controllerAddress")]
+    pub addrs: String,
+}
+
+/// Which broker sets getSyncStateSet shows: one by name, or those of a cluster (whose broker
+/// names the NameServers of -n know).
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct BrokerSets {
+    /// One broker set.
+    #[arg(short = 'b', long = "brokerName")]
+    pub broker: Option<String>,
+    /// Every broker set of a cluster (its broker names from the NameServers of -n).
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster: Option<String>,
+}
+
+/// mqadmin's options parser takes multi-letter short options such as `-bn`; clap's short
+/// options are single letters, so `-bn` is passed on as its long alias `--bn`.
+pub fn mqadmin_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    args.into_iter()
+        .map(|arg| match arg.to_str() {
+            Some("-bn") => "--bn".into(),
+            Some(a) if a.starts_with("-bn=") => format!("-{a}").into(),
+            _ => arg,
+        })
+        .collect()
 }
 
 #[derive(Debug, Args)]

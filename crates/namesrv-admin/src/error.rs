@@ -1,6 +1,8 @@
-//! What can go wrong talking to NameServers, worded as mqadmin words it.
+//! What can go wrong talking to NameServers and controllers, worded as mqadmin words it.
 
 use rocketmq_wire::codes::response;
+
+use crate::controller::response as controller;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -18,6 +20,15 @@ pub enum AdminError {
         code: i32,
         remark: Option<String>,
     },
+    #[error("no controller address: pass -a host:port[;host:port]")]
+    NoControllerAddress,
+    /// None of the nodes of `-a` named a leader: each one's answer or failure.
+    #[error("no controller leader: {}; a controller group has one only while a majority of its nodes are up", .0.join("; "))]
+    NoLeader(Vec<String>),
+    #[error("cluster {0} has no brokers on the NameServers of -n: make sure the cluster name and -n are right")]
+    UnknownCluster(String),
+    #[error("{controller}: the controller holds no metadata of broker set {broker}")]
+    UnknownBrokerSet { controller: String, broker: String },
     #[error("{addr}: unreadable {what}: {reason}")]
     Body {
         addr: String,
@@ -26,7 +37,7 @@ pub enum AdminError {
     },
 }
 
-/// The Java `ResponseCode` name of the codes a NameServer answers with.
+/// The Java `ResponseCode` name of the codes a NameServer or a controller answers with.
 pub fn code_name(code: i32) -> &'static str {
     match code {
         response::SUCCESS => "SUCCESS",
@@ -37,6 +48,23 @@ pub fn code_name(code: i32) -> &'static str {
         response::TOPIC_NOT_EXIST => "TOPIC_NOT_EXIST",
         response::QUERY_NOT_FOUND => "QUERY_NOT_FOUND",
         response::GO_AWAY => "GO_AWAY",
+        controller::FENCED_MASTER_EPOCH => "CONTROLLER_FENCED_MASTER_EPOCH",
+        controller::FENCED_SYNC_STATE_SET_EPOCH => "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH",
+        controller::INVALID_MASTER => "CONTROLLER_INVALID_MASTER",
+        controller::INVALID_REPLICAS => "CONTROLLER_INVALID_REPLICAS",
+        controller::MASTER_NOT_AVAILABLE => "CONTROLLER_MASTER_NOT_AVAILABLE",
+        controller::INVALID_REQUEST => "CONTROLLER_INVALID_REQUEST",
+        controller::BROKER_NOT_ALIVE => "CONTROLLER_BROKER_NOT_ALIVE",
+        controller::NOT_LEADER => "CONTROLLER_NOT_LEADER",
+        controller::BROKER_METADATA_NOT_EXIST => "CONTROLLER_BROKER_METADATA_NOT_EXIST",
+        controller::INVALID_CLEAN_BROKER_METADATA => "CONTROLLER_INVALID_CLEAN_BROKER_METADATA",
+        controller::BROKER_NEED_TO_BE_REGISTERED => "CONTROLLER_BROKER_NEED_TO_BE_REGISTERED",
+        controller::MASTER_STILL_EXIST => "CONTROLLER_MASTER_STILL_EXIST",
+        controller::ELECT_MASTER_FAILED => "CONTROLLER_ELECT_MASTER_FAILED",
+        controller::ALTER_SYNC_STATE_SET_FAILED => "CONTROLLER_ALTER_SYNC_STATE_SET_FAILED",
+        controller::BROKER_ID_INVALID => "CONTROLLER_BROKER_ID_INVALID",
+        controller::JRAFT_INTERNAL_ERROR => "CONTROLLER_JRAFT_INTERNAL_ERROR",
+        controller::BROKER_LIVE_INFO_NOT_EXISTS => "CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS",
         _ => "UNKNOWN",
     }
 }

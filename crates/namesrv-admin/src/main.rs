@@ -1,7 +1,8 @@
-//! `nsadmin`: the NameServer commands of RocketMQ's `mqadmin`, with its command names and flags,
-//! plus `diff` to check that several NameServers agree.
+//! `nsadmin`: the NameServer and controller commands of RocketMQ's `mqadmin`, with its command
+//! names and flags, plus `diff` to check that several NameServers agree.
 
 mod cli;
+mod controller;
 mod diff;
 mod error;
 mod namesrvs;
@@ -15,13 +16,14 @@ use std::time::Duration;
 use clap::Parser;
 
 use cli::{Cli, Command};
+use controller::Controllers;
 use error::AdminError;
 use namesrvs::{Credentials, Namesrvs};
 use report::Report;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(cli::mqadmin_args(std::env::args_os()));
     let json = cli.global.json;
     let trouble_code = match cli.command {
         Command::Diff { .. } => diff::TROUBLE,
@@ -55,6 +57,7 @@ fn print(report: &Report, json: bool) {
 
 async fn run(cli: Cli) -> Result<Report, AdminError> {
     let global = cli.global;
+    let timeout = Duration::from_millis(global.timeout_ms);
     let credentials = global
         .access_key
         .zip(global.secret_key)
@@ -62,31 +65,74 @@ async fn run(cli: Cli) -> Result<Report, AdminError> {
             access_key,
             secret_key,
         });
-    let ns = Namesrvs::parse(
-        global.namesrv_addr.as_deref(),
-        Duration::from_millis(global.timeout_ms),
-        credentials,
-    )?;
+    // Controller commands need no NameServer, so -n is only required where it is used.
+    let namesrv_addr = global.namesrv_addr;
+    let namesrvs = || Namesrvs::parse(namesrv_addr.as_deref(), timeout, credentials.clone());
+    let controllers = |list: &str| Controllers::parse(list, timeout, credentials.clone());
     let report = match cli.command {
-        Command::ClusterList => reads::cluster_list(&ns).await?,
-        Command::TopicRoute { topic } => reads::topic_route(&ns, &topic).await?,
-        Command::TopicList { cluster } => reads::topic_list(&ns, cluster.as_deref()).await?,
-        Command::GetKvConfig(k) => reads::get_kv_config(&ns, &k.namespace, &k.key).await?,
-        Command::GetKvListByNamespace { namespace } => reads::get_kv_list(&ns, &namespace).await?,
-        Command::GetNamesrvConfig => reads::get_namesrv_config(&ns).await,
+        Command::ClusterList => reads::cluster_list(&namesrvs()?).await?,
+        Command::TopicRoute { topic } => reads::topic_route(&namesrvs()?, &topic).await?,
+        Command::TopicList { cluster } => {
+            reads::topic_list(&namesrvs()?, cluster.as_deref()).await?
+        }
+        Command::GetKvConfig(k) => reads::get_kv_config(&namesrvs()?, &k.namespace, &k.key).await?,
+        Command::GetKvListByNamespace { namespace } => {
+            reads::get_kv_list(&namesrvs()?, &namespace).await?
+        }
+        Command::GetNamesrvConfig => reads::get_namesrv_config(&namesrvs()?).await,
         Command::UpdateKvConfig { key, value } => {
-            writes::update_kv_config(&ns, &key.namespace, &key.key, &value).await
+            writes::update_kv_config(&namesrvs()?, &key.namespace, &key.key, &value).await
         }
-        Command::DeleteKvConfig(k) => writes::delete_kv_config(&ns, &k.namespace, &k.key).await,
+        Command::DeleteKvConfig(k) => {
+            writes::delete_kv_config(&namesrvs()?, &k.namespace, &k.key).await
+        }
         Command::UpdateNamesrvConfig { key, value } => {
-            writes::update_namesrv_config(&ns, &key, &value).await
+            writes::update_namesrv_config(&namesrvs()?, &key, &value).await
         }
-        Command::WipeWritePerm { broker } => writes::write_perm(&ns, &broker, true).await,
-        Command::AddWritePerm { broker } => writes::write_perm(&ns, &broker, false).await,
+        Command::WipeWritePerm { broker } => writes::write_perm(&namesrvs()?, &broker, true).await,
+        Command::AddWritePerm { broker } => writes::write_perm(&namesrvs()?, &broker, false).await,
         Command::DeleteTopic { topic, cluster } => {
-            writes::delete_topic(&ns, &topic, cluster.as_deref()).await
+            writes::delete_topic(&namesrvs()?, &topic, cluster.as_deref()).await
         }
-        Command::Diff { namespaces } => diff::diff(&ns, &namespaces).await?,
+        Command::Diff { namespaces } => diff::diff(&namesrvs()?, &namespaces).await?,
+        Command::GetControllerMetaData { controller } => {
+            controller::get_controller_metadata(&controllers(&controller.addrs)?).await
+        }
+        Command::GetSyncStateSet { controller, sets } => {
+            controller::get_sync_state_set(&controllers(&controller.addrs)?, &sets, namesrvs)
+                .await?
+        }
+        Command::ElectMaster {
+            controller,
+            cluster,
+            broker,
+            broker_id,
+        } => {
+            let ctl = controllers(&controller.addrs)?;
+            controller::elect_master(&ctl, &cluster, &broker, broker_id).await?
+        }
+        Command::CleanBrokerMetadata {
+            controller,
+            broker,
+            cluster,
+            ids,
+            clean_living,
+        } => {
+            let ctl = controllers(&controller.addrs)?;
+            let (cluster, ids) = (cluster.as_deref(), ids.as_deref());
+            controller::clean_broker_metadata(&ctl, &broker, cluster, ids, clean_living).await?
+        }
+        Command::GetControllerConfig { controller } => {
+            controller::get_controller_config(&controllers(&controller.addrs)?).await
+        }
+        Command::UpdateControllerConfig {
+            controller,
+            key,
+            value,
+        } => {
+            let ctl = controllers(&controller.addrs)?;
+            controller::update_controller_config(&ctl, &key, &value).await
+        }
     };
     Ok(report)
 }

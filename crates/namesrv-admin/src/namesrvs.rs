@@ -1,5 +1,6 @@
 //! The NameServers named by `-n` and how requests reach them: reads from the first that answers,
-//! writes to every one (as mqadmin does, since NameServers do not replicate to each other).
+//! writes to every one (as mqadmin does, since NameServers do not replicate to each other). The
+//! connection and address-list pieces serve the controller nodes of `-a` as well.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use rocketmq_wire::RemotingCommand;
 
 use crate::error::AdminError;
 
+#[derive(Clone)]
 pub struct Credentials {
     pub access_key: String,
     pub secret_key: String,
@@ -40,13 +42,7 @@ impl Namesrvs {
         timeout: Duration,
         credentials: Option<Credentials>,
     ) -> Result<Self, AdminError> {
-        let addrs: Vec<String> = list
-            .unwrap_or_default()
-            .split(';')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(String::from)
-            .collect();
+        let addrs = split_addrs(list.unwrap_or_default());
         if addrs.is_empty() {
             return Err(AdminError::NoAddress);
         }
@@ -62,30 +58,14 @@ impl Namesrvs {
     }
 
     pub async fn connect(&self, addr: &str) -> Result<Connection, AdminError> {
-        let unreachable = |reason: String| AdminError::Unreachable {
-            addr: addr.to_string(),
-            reason,
-        };
-        let client = tokio::time::timeout(self.timeout, Client::connect(addr))
-            .await
-            .map_err(|_| unreachable("connect timed out".into()))?
-            .map_err(|e| unreachable(e.to_string()))?;
-        Ok(Connection {
-            addr: addr.to_string(),
-            client,
-            timeout: self.timeout,
-        })
+        Connection::open(addr, self.timeout).await
     }
 
     /// Sends a read to each NameServer in turn until one answers, whatever its answer.
     pub async fn read(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
         let mut failures = Vec::new();
         for addr in &self.addrs {
-            let attempt = match self.connect(addr).await {
-                Ok(conn) => conn.call(request.clone()).await,
-                Err(e) => Err(e),
-            };
-            match attempt {
+            match call_once(addr, self.timeout, request.clone()).await {
                 Ok(reply) => return Ok(reply),
                 Err(e) => failures.push(e),
             }
@@ -93,26 +73,82 @@ impl Namesrvs {
         Err(AdminError::NoneAnswered(failures))
     }
 
+    /// Sends a request that only looks to every NameServer, for what each holds on its own.
+    pub async fn ask_each(&self, request: RemotingCommand) -> Vec<Result<Reply, AdminError>> {
+        ask_each(&self.addrs, self.timeout, request).await
+    }
+
     /// Sends a state change, signed when credentials were given, to every NameServer; one
     /// outcome per NameServer, in `-n` order, successful only for SUCCESS answers.
     pub async fn write_all(&self, request: RemotingCommand) -> Vec<Result<Reply, AdminError>> {
-        let request = match &self.credentials {
-            Some(c) => rocketmq_wire::acl::sign(request, &c.access_key, &c.secret_key),
-            None => request,
-        };
-        let mut outcomes = Vec::with_capacity(self.addrs.len());
-        for addr in &self.addrs {
-            let outcome = match self.connect(addr).await {
-                Ok(conn) => conn.call(request.clone()).await.and_then(Reply::success),
-                Err(e) => Err(e),
-            };
-            outcomes.push(outcome);
-        }
-        outcomes
+        let request = Credentials::sign_with(self.credentials.as_ref(), request);
+        ask_each(&self.addrs, self.timeout, request).await
     }
 }
 
+/// mqadmin's address list form, `host:port;host:port`, blanks ignored.
+pub fn split_addrs(list: &str) -> Vec<String> {
+    list.split(';')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl Credentials {
+    /// `request` signed when there are credentials, as given otherwise.
+    pub fn sign_with(
+        credentials: Option<&Credentials>,
+        request: RemotingCommand,
+    ) -> RemotingCommand {
+        match credentials {
+            Some(c) => rocketmq_wire::acl::sign(request, &c.access_key, &c.secret_key),
+            None => request,
+        }
+    }
+}
+
+/// Sends `request` to each of `addrs` in turn; one outcome per address, in order, successful
+/// only for SUCCESS answers.
+pub async fn ask_each(
+    addrs: &[String],
+    timeout: Duration,
+    request: RemotingCommand,
+) -> Vec<Result<Reply, AdminError>> {
+    let mut outcomes = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        let outcome = call_once(addr, timeout, request.clone()).await;
+        outcomes.push(outcome.and_then(Reply::success));
+    }
+    outcomes
+}
+
+/// One request on a connection of its own, whatever the answer.
+pub async fn call_once(
+    addr: &str,
+    timeout: Duration,
+    request: RemotingCommand,
+) -> Result<Reply, AdminError> {
+    Connection::open(addr, timeout).await?.call(request).await
+}
+
 impl Connection {
+    pub async fn open(addr: &str, timeout: Duration) -> Result<Connection, AdminError> {
+        let unreachable = |reason: String| AdminError::Unreachable {
+            addr: addr.to_string(),
+            reason,
+        };
+        let client = tokio::time::timeout(timeout, Client::connect(addr))
+            .await
+            .map_err(|_| unreachable("connect timed out".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(Connection {
+            addr: addr.to_string(),
+            client,
+            timeout,
+        })
+    }
+
     pub async fn call(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
         let response = self
             .client

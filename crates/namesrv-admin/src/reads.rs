@@ -15,7 +15,7 @@ use crate::namesrvs::{Namesrvs, Reply};
 use crate::report::{perm, Report, Table};
 
 /// The body as JSON: what the server said, with fastjson's unquoted keys made valid.
-fn body_json(reply: &Reply) -> Result<Value, AdminError> {
+pub fn body_json(reply: &Reply) -> Result<Value, AdminError> {
     reply.decode("JSON body", rocketmq_wire::json::parse_value)
 }
 
@@ -136,35 +136,41 @@ pub async fn get_kv_list(ns: &Namesrvs, namespace: &str) -> Result<Report, Admin
 }
 
 pub async fn get_namesrv_config(ns: &Namesrvs) -> Report {
+    let outcomes = ns
+        .ask_each(RemotingCommand::request(request::GET_NAMESRV_CONFIG))
+        .await;
+    config_report(outcomes, |k, v| format!("{k}={v}\n"))
+}
+
+/// Each server's configuration (a properties-text answer) under a heading naming the server;
+/// `line` renders one key, the one thing in which mqadmin's config listings differ.
+pub fn config_report(
+    outcomes: Vec<Result<Reply, AdminError>>,
+    line: impl Fn(&str, &str) -> String,
+) -> Report {
     let mut text = String::new();
     let mut json = Map::new();
     let mut failures = Vec::new();
-    for addr in ns.addrs() {
-        let reply = match ns.connect(addr).await {
-            Ok(conn) => conn
-                .call(RemotingCommand::request(request::GET_NAMESRV_CONFIG))
-                .await
-                .and_then(Reply::success),
-            Err(e) => Err(e),
-        };
-        let config = reply.and_then(|r| {
-            r.decode("config", |body| {
+    for outcome in outcomes {
+        let config = outcome.and_then(|r| {
+            let config = r.decode("config", |body| {
                 rocketmq_wire::properties::parse(body).map_err(|e| e.to_string())
-            })
+            });
+            config.map(|c| (r.addr, c))
         });
         match config {
-            Ok(config) => {
+            Ok((addr, config)) => {
                 let mut config: Vec<(String, String)> = config.into_iter().collect();
                 config.sort();
                 text.push_str(&format!("============{addr}============\n"));
                 for (k, v) in &config {
-                    text.push_str(&format!("{k}={v}\n"));
+                    text.push_str(&line(k, v));
                 }
                 let config: Map<String, Value> = config
                     .into_iter()
                     .map(|(k, v)| (k, Value::String(v)))
                     .collect();
-                json.insert(addr.clone(), Value::Object(config));
+                json.insert(addr, Value::Object(config));
             }
             Err(e) => failures.push(e),
         }

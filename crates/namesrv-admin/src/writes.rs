@@ -20,22 +20,32 @@ async fn write_all(
     request: RemotingCommand,
     describe: impl Fn(&Reply) -> (String, Value),
 ) -> Report {
+    report_each(ns.write_all(request).await, "namesrv", describe)
+}
+
+/// A line and a JSON entry (keyed `role`: the kind of server) per server's outcome of a change
+/// sent to several; any failure makes the exit code 1.
+pub fn report_each(
+    outcomes: Vec<Result<Reply, AdminError>>,
+    role: &str,
+    describe: impl Fn(&Reply) -> (String, Value),
+) -> Report {
     let mut text = String::new();
     let mut json = Vec::new();
     let mut failures = Vec::new();
-    for outcome in ns.write_all(request).await {
+    for outcome in outcomes {
         match outcome {
             Ok(reply) => {
                 let (message, fields) = describe(&reply);
                 text.push_str(&format!("{}: {message}\n", reply.addr));
-                let mut entry = json!({ "namesrv": reply.addr, "ok": true });
+                let mut entry = json!({ role: reply.addr, "ok": true });
                 if let (Some(entry), Value::Object(fields)) = (entry.as_object_mut(), fields) {
                     entry.extend(fields);
                 }
                 json.push(entry);
             }
             Err(e) => {
-                json.push(failure_json(&e));
+                json.push(failure_json(&e, role));
                 failures.push(e);
             }
         }
@@ -49,20 +59,32 @@ async fn write_all(
     }
 }
 
-fn failure_json(e: &AdminError) -> Value {
-    let mut fields = json!({ "namesrv": null, "ok": false, "error": e.to_string() });
+fn failure_json(e: &AdminError, role: &str) -> Value {
+    let mut fields = json!({ role: null, "ok": false, "error": e.to_string() });
     match e {
         AdminError::Response { addr, code, remark } => {
-            fields["namesrv"] = json!(addr);
+            fields[role] = json!(addr);
             fields["code"] = json!(code);
             fields["remark"] = json!(remark);
         }
         AdminError::Unreachable { addr, .. } | AdminError::Body { addr, .. } => {
-            fields["namesrv"] = json!(addr);
+            fields[role] = json!(addr);
         }
-        AdminError::NoAddress | AdminError::NothingToCompare | AdminError::NoneAnswered(_) => {}
+        AdminError::NoAddress
+        | AdminError::NothingToCompare
+        | AdminError::NoneAnswered(_)
+        | AdminError::NoControllerAddress
+        | AdminError::NoLeader(_)
+        | AdminError::UnknownCluster(_)
+        | AdminError::UnknownBrokerSet { .. } => {}
     }
     fields
+}
+
+/// A one-key properties body, as mqadmin's config updates send it.
+pub fn config_body(key: &str, value: &str) -> Vec<u8> {
+    // mqadmin sends `key=value\n` unescaped; the server parses it as properties text.
+    format!("{key}={value}\n").into_bytes()
 }
 
 pub async fn update_kv_config(ns: &Namesrvs, namespace: &str, key: &str, value: &str) -> Report {
@@ -87,9 +109,8 @@ pub async fn delete_kv_config(ns: &Namesrvs, namespace: &str, key: &str) -> Repo
 }
 
 pub async fn update_namesrv_config(ns: &Namesrvs, key: &str, value: &str) -> Report {
-    // mqadmin sends `key=value\n` unescaped; the server parses it as properties text.
-    let request = RemotingCommand::request(request::UPDATE_NAMESRV_CONFIG)
-        .with_body(format!("{key}={value}\n").into_bytes());
+    let request =
+        RemotingCommand::request(request::UPDATE_NAMESRV_CONFIG).with_body(config_body(key, value));
     write_all(ns, request, |_| {
         (
             format!("update name server config success! {key} : {value}"),

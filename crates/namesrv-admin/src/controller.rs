@@ -1,0 +1,496 @@
+//! The controller commands of mqadmin: sent to the RIP-44 controller nodes named by `-a`, not to
+//! the NameServers. Configuration and metadata belong to each node and are asked of each one
+//! named; whatever lives in the group's replicated state goes to the leader, which the named
+//! nodes are asked to name first, since a follower refuses those requests.
+
+use std::time::Duration;
+
+use rocketmq_wire::body::ClusterInfo;
+use rocketmq_wire::codes::request::GET_BROKER_CLUSTER_INFO;
+use rocketmq_wire::RemotingCommand;
+use serde_json::{json, Map, Value};
+
+use crate::cli::BrokerSets;
+use crate::error::AdminError;
+use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, Reply};
+use crate::reads::{body_json, config_report};
+use crate::report::Report;
+use crate::writes::{config_body, report_each};
+
+/// Request codes a controller serves to admin tools.
+pub mod request {
+    pub const ELECT_MASTER: i32 = 1002;
+    pub const GET_METADATA_INFO: i32 = 1005;
+    pub const GET_SYNC_STATE_DATA: i32 = 1006;
+    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
+    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
+    pub const CLEAN_BROKER_DATA: i32 = 1011;
+}
+
+/// The controller's response codes (Java's `ResponseCode.CONTROLLER_*`).
+pub mod response {
+    pub const FENCED_MASTER_EPOCH: i32 = 2000;
+    pub const FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
+    pub const INVALID_MASTER: i32 = 2002;
+    pub const INVALID_REPLICAS: i32 = 2003;
+    pub const MASTER_NOT_AVAILABLE: i32 = 2004;
+    pub const INVALID_REQUEST: i32 = 2005;
+    pub const BROKER_NOT_ALIVE: i32 = 2006;
+    pub const NOT_LEADER: i32 = 2007;
+    pub const BROKER_METADATA_NOT_EXIST: i32 = 2008;
+    pub const INVALID_CLEAN_BROKER_METADATA: i32 = 2009;
+    pub const BROKER_NEED_TO_BE_REGISTERED: i32 = 2010;
+    pub const MASTER_STILL_EXIST: i32 = 2011;
+    pub const ELECT_MASTER_FAILED: i32 = 2012;
+    pub const ALTER_SYNC_STATE_SET_FAILED: i32 = 2013;
+    pub const BROKER_ID_INVALID: i32 = 2014;
+    pub const JRAFT_INTERNAL_ERROR: i32 = 2015;
+    pub const BROKER_LIVE_INFO_NOT_EXISTS: i32 = 2016;
+}
+
+/// How often a request refused with NOT_LEADER is tried again: the leader named a moment ago
+/// can lose its office before the request reaches it, and a new one is usually elected within
+/// a second or two.
+const LEADER_ATTEMPTS: u32 = 3;
+const LEADER_RETRY_PAUSE: Duration = Duration::from_millis(700);
+
+/// The controller nodes named by `-a`.
+pub struct Controllers {
+    addrs: Vec<String>,
+    timeout: Duration,
+    credentials: Option<Credentials>,
+}
+
+/// What one node says of its group (the answer to GET_METADATA_INFO).
+struct Metadata {
+    group: Option<String>,
+    leader_id: Option<String>,
+    leader_addr: Option<String>,
+    is_leader: bool,
+    /// `id:host:port` each.
+    peers: Vec<String>,
+}
+
+impl Metadata {
+    fn of(reply: &Reply) -> Self {
+        let field = |k: &str| {
+            reply
+                .response
+                .ext(k)
+                .filter(|v| !v.is_empty())
+                .map(String::from)
+        };
+        Metadata {
+            group: field("group"),
+            leader_id: field("controllerLeaderId"),
+            leader_addr: field("controllerLeaderAddress"),
+            is_leader: reply.response.ext_bool("isLeader").unwrap_or(false),
+            peers: split_addrs(&field("peers").unwrap_or_default()),
+        }
+    }
+
+    /// mqadmin's lines, `null` where Java prints an absent value.
+    fn text(&self) -> String {
+        let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "null".into());
+        let mut text = format!(
+            "\n#ControllerGroup\t{}\n#ControllerLeaderId\t{}\n#ControllerLeaderAddress\t{}",
+            shown(&self.group),
+            shown(&self.leader_id),
+            shown(&self.leader_addr)
+        );
+        for peer in &self.peers {
+            text.push_str(&format!("\n#Peer:\t{peer}"));
+        }
+        text.push('\n');
+        text
+    }
+
+    fn json(&self) -> Value {
+        let peers: Vec<Value> = self
+            .peers
+            .iter()
+            .map(|p| match p.split_once(':') {
+                Some((id, addr)) => json!({ "id": id, "address": addr }),
+                None => json!({ "id": p, "address": null }),
+            })
+            .collect();
+        json!({
+            "group": self.group,
+            "controllerLeaderId": self.leader_id,
+            "controllerLeaderAddress": self.leader_addr,
+            "isLeader": self.is_leader,
+            "peers": peers,
+        })
+    }
+}
+
+impl Controllers {
+    /// `list` is mqadmin's form, `host:port;host:port`.
+    pub fn parse(
+        list: &str,
+        timeout: Duration,
+        credentials: Option<Credentials>,
+    ) -> Result<Self, AdminError> {
+        let addrs = split_addrs(list);
+        if addrs.is_empty() {
+            return Err(AdminError::NoControllerAddress);
+        }
+        Ok(Controllers {
+            addrs,
+            timeout,
+            credentials,
+        })
+    }
+
+    async fn metadata(&self, addr: &str) -> Result<Metadata, AdminError> {
+        let request = RemotingCommand::request(request::GET_METADATA_INFO);
+        let reply = call_once(addr, self.timeout, request).await?.success()?;
+        Ok(Metadata::of(&reply))
+    }
+
+    /// The leader's address, from the first node of `-a` that knows one.
+    async fn leader(&self) -> Result<String, AdminError> {
+        let mut notes = Vec::new();
+        for addr in &self.addrs {
+            match self.metadata(addr).await {
+                Ok(Metadata {
+                    leader_addr: Some(leader),
+                    ..
+                }) => return Ok(leader),
+                Ok(_) => notes.push(format!("{addr}: knows no leader")),
+                Err(e) => notes.push(e.to_string()),
+            }
+        }
+        Err(AdminError::NoLeader(notes))
+    }
+
+    /// Sends `request` to the leader, whatever its answer; NOT_LEADER sends it to the leader
+    /// named then, a few times over.
+    async fn call_leader(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
+        let mut attempt = 1;
+        loop {
+            let leader = self.leader().await?;
+            let reply = call_once(&leader, self.timeout, request.clone()).await?;
+            if reply.response.code != response::NOT_LEADER || attempt == LEADER_ATTEMPTS {
+                return Ok(reply);
+            }
+            attempt += 1;
+            tokio::time::sleep(LEADER_RETRY_PAUSE).await;
+        }
+    }
+
+    fn signed(&self, request: RemotingCommand) -> RemotingCommand {
+        Credentials::sign_with(self.credentials.as_ref(), request)
+    }
+}
+
+/// What Java's `invokeTime` header carries.
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// A header field or body value as mqadmin prints it: `null` when absent.
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "null".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A numeric header field as a JSON number (text if it is not one, null if absent).
+fn number_field(reply: &Reply, key: &str) -> Value {
+    match reply.response.ext(key) {
+        None => Value::Null,
+        Some(v) => v.parse::<i64>().map_or_else(|_| json!(v), |n| json!(n)),
+    }
+}
+
+/// `getControllerMetaData`: each named node's view of its group.
+pub async fn get_controller_metadata(ctl: &Controllers) -> Report {
+    let mut text = String::new();
+    let mut json = Map::new();
+    let mut failures = Vec::new();
+    let several = ctl.addrs.len() > 1;
+    for addr in &ctl.addrs {
+        match ctl.metadata(addr).await {
+            Ok(metadata) => {
+                if several {
+                    text.push_str(&format!("============{addr}============\n"));
+                }
+                text.push_str(&metadata.text());
+                json.insert(addr.clone(), metadata.json());
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    let exit_code = if failures.is_empty() { 0 } else { 1 };
+    Report {
+        text,
+        json: Value::Object(json),
+        failures,
+        exit_code,
+    }
+}
+
+/// The broker names of a cluster, as the NameServers list them.
+async fn broker_names_of(ns: &Namesrvs, cluster: &str) -> Result<Vec<String>, AdminError> {
+    let reply = ns
+        .read(RemotingCommand::request(GET_BROKER_CLUSTER_INFO))
+        .await?
+        .success()?;
+    let info = reply.decode("cluster info", ClusterInfo::decode)?;
+    match info.cluster_addr_table.get(cluster) {
+        Some(names) if !names.is_empty() => Ok(names.iter().cloned().collect()),
+        _ => Err(AdminError::UnknownCluster(cluster.to_string())),
+    }
+}
+
+/// `getSyncStateSet`: each broker set's master and which replicas are in its sync-state set.
+/// `namesrvs` is only asked for with `-c`, the one form that needs them.
+pub async fn get_sync_state_set(
+    ctl: &Controllers,
+    sets: &BrokerSets,
+    namesrvs: impl FnOnce() -> Result<Namesrvs, AdminError>,
+) -> Result<Report, AdminError> {
+    let names = match (&sets.broker, &sets.cluster) {
+        (Some(broker), _) => vec![broker.clone()],
+        (None, Some(cluster)) => broker_names_of(&namesrvs()?, cluster).await?,
+        (None, None) => unreachable!("the command line requires -b or -c"),
+    };
+    let body = serde_json::to_vec(&names).expect("a list of strings always serializes");
+    let request = RemotingCommand::request(request::GET_SYNC_STATE_DATA).with_body(body);
+    let reply = ctl.call_leader(request).await?.success()?;
+    let data = body_json(&reply)?;
+    let table = data.get("replicasInfoTable").and_then(Value::as_object);
+    let mut text = String::new();
+    for name in &names {
+        let Some(group) = table.and_then(|t| t.get(name)) else {
+            // Brokers of a cluster need not all run in controller mode; mqadmin skips those.
+            if sets.broker.is_some() {
+                return Err(AdminError::UnknownBrokerSet {
+                    controller: reply.addr,
+                    broker: name.clone(),
+                });
+            }
+            continue;
+        };
+        text.push_str(&replicas_text(name, group));
+    }
+    Ok(Report::ok(text, data))
+}
+
+/// One broker set as mqadmin prints it, each replica in the form of Java's
+/// `ReplicaIdentity.toString()`, which scripts reading mqadmin's output expect.
+fn replicas_text(name: &str, group: &Value) -> String {
+    let list = |key: &str| group.get(key).and_then(Value::as_array).cloned();
+    let in_sync = list("inSyncReplicas").unwrap_or_default();
+    let not_in_sync = list("notInSyncReplicas").unwrap_or_default();
+    let mut text = format!(
+        "\n#brokerName\t{name}\n#MasterBrokerId\t{}\n#MasterAddr\t{}\n#MasterEpoch\t{}\n\
+         #SyncStateSetEpoch\t{}\n#SyncStateSetNums\t{}\n",
+        shown(group.get("masterBrokerId")),
+        shown(group.get("masterAddress")),
+        shown(group.get("masterEpoch")),
+        shown(group.get("syncStateSetEpoch")),
+        in_sync.len()
+    );
+    let replicas = in_sync
+        .iter()
+        .map(|r| ("InSyncReplica", r))
+        .chain(not_in_sync.iter().map(|r| ("NotInSyncReplica", r)));
+    for (label, r) in replicas {
+        text.push_str(&format!(
+            "\n{label}:\tReplicaIdentity{{brokerName='{}', brokerId={}, brokerAddress='{}', alive={}}}\n",
+            shown(r.get("brokerName")),
+            shown(r.get("brokerId")),
+            shown(r.get("brokerAddress")),
+            shown(r.get("alive"))
+        ));
+    }
+    text
+}
+
+/// `electMaster`: makes the named broker the master of its set, as an admin may (designated
+/// election). When it already is the master, the controller keeps it and says so with
+/// MASTER_STILL_EXIST; that is reported, with the standing master, as a failure to elect.
+pub async fn elect_master(
+    ctl: &Controllers,
+    cluster: &str,
+    broker: &str,
+    broker_id: i64,
+) -> Result<Report, AdminError> {
+    let request = RemotingCommand::request(request::ELECT_MASTER)
+        .with_ext("clusterName", cluster)
+        .with_ext("brokerName", broker)
+        .with_ext("brokerId", broker_id)
+        .with_ext("designateElect", true)
+        .with_ext("invokeTime", now_ms());
+    let reply = ctl.call_leader(ctl.signed(request)).await?;
+    let stays = reply.response.code == response::MASTER_STILL_EXIST;
+    let reply = if stays { reply } else { reply.success()? };
+    let r = &reply.response;
+    let master_addr = r.ext("masterAddress").unwrap_or("null");
+    let mut text = format!(
+        "\n#ClusterName\t{cluster}\n#BrokerName\t{broker}\n#BrokerMasterAddr\t{master_addr}\n\
+         #MasterEpoch\t{}\n#SyncStateSetEpoch\t{}\n",
+        r.ext("masterEpoch").unwrap_or("null"),
+        r.ext("syncStateSetEpoch").unwrap_or("null")
+    );
+    // The body is an ElectMasterResponseBody, whose member group is absent when the master
+    // stays. (mqadmin reads the body as a bare BrokerMemberGroup, finds no addresses in it and
+    // so never prints the `#Broker` lines it means to.)
+    let body = if r.body.as_deref().is_some_and(|b| !b.is_empty()) {
+        body_json(&reply)?
+    } else {
+        Value::Null
+    };
+    let addrs = body
+        .pointer("/brokerMemberGroup/brokerAddrs")
+        .and_then(Value::as_object);
+    let mut members: Vec<(i64, String)> = addrs
+        .into_iter()
+        .flatten()
+        .filter_map(|(id, addr)| Some((id.parse().ok()?, shown(Some(addr)))))
+        .collect();
+    members.sort();
+    for (id, addr) in &members {
+        text.push_str(&format!("\t#Broker\t{id}\t{addr}\n"));
+    }
+    let master_id = r.ext("masterBrokerId").unwrap_or("null");
+    if stays {
+        text.push_str(&format!(
+            "The master stays: broker {master_id} ({master_addr}) already is the master of {broker}, no new master was elected.\n"
+        ));
+    }
+    let mut json = json!({
+        "controllerLeader": reply.addr,
+        "clusterName": cluster,
+        "brokerName": broker,
+        "elected": !stays,
+        "masterBrokerId": number_field(&reply, "masterBrokerId"),
+        "masterAddress": r.ext("masterAddress"),
+        "masterEpoch": number_field(&reply, "masterEpoch"),
+        "syncStateSetEpoch": number_field(&reply, "syncStateSetEpoch"),
+        "brokerAddrs": members.iter().map(|(id, a)| (id.to_string(), json!(a))).collect::<Map<_, _>>(),
+        "syncStateSet": body.get("syncStateSet").cloned().unwrap_or(Value::Null),
+    });
+    let mut failures = Vec::new();
+    if stays {
+        json["code"] = json!(r.code);
+        json["remark"] = json!(r.remark);
+        failures.push(AdminError::Response {
+            addr: reply.addr.clone(),
+            code: r.code,
+            remark: r.remark.clone(),
+        });
+    }
+    Ok(Report {
+        text,
+        json,
+        failures,
+        exit_code: i32::from(stays),
+    })
+}
+
+/// `cleanBrokerMetadata`: forgets brokers of a set (or the whole set) on the controller. The
+/// controller refuses to forget a living broker unless told to with `-l`.
+pub async fn clean_broker_metadata(
+    ctl: &Controllers,
+    broker: &str,
+    cluster: Option<&str>,
+    ids: Option<&str>,
+    clean_living: bool,
+) -> Result<Report, AdminError> {
+    let mut request = RemotingCommand::request(request::CLEAN_BROKER_DATA)
+        .with_ext("brokerName", broker)
+        .with_ext("isCleanLivingBroker", clean_living)
+        .with_ext("invokeTime", now_ms());
+    if let Some(cluster) = cluster {
+        request = request.with_ext("clusterName", cluster);
+    }
+    if let Some(ids) = ids {
+        request = request.with_ext("brokerControllerIdsToClean", ids);
+    }
+    let reply = ctl.call_leader(ctl.signed(request)).await?.success()?;
+    Ok(Report::ok(
+        format!("clear broker {broker} metadata from controller success!\n"),
+        json!({
+            "controllerLeader": reply.addr,
+            "ok": true,
+            "brokerName": broker,
+            "clusterName": cluster,
+            "brokerControllerIdsToClean": ids,
+            "cleanLivingBroker": clean_living,
+        }),
+    ))
+}
+
+/// `getControllerConfig`: each named node's configuration.
+pub async fn get_controller_config(ctl: &Controllers) -> Report {
+    let request = RemotingCommand::request(request::GET_CONTROLLER_CONFIG);
+    let outcomes = ask_each(&ctl.addrs, ctl.timeout, request).await;
+    config_report(outcomes, |k, v| format!("{k:<50}=  {v}\n"))
+}
+
+/// `updateControllerConfig`: changes a key on each named node; every node has its own
+/// configuration, so a node left out keeps the old value.
+pub async fn update_controller_config(ctl: &Controllers, key: &str, value: &str) -> Report {
+    let request = RemotingCommand::request(request::UPDATE_CONTROLLER_CONFIG)
+        .with_body(config_body(key, value));
+    let outcomes = ask_each(&ctl.addrs, ctl.timeout, ctl.signed(request)).await;
+    report_each(outcomes, "controller", |_| {
+        (
+            format!("update controller config success! {key} : {value}"),
+            json!({}),
+        )
+    })
+}
+
+/// Parses `-b` of cleanBrokerMetadata: broker ids separated by `;`.
+pub fn id_list(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let ids: Vec<&str> = text
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if ids.is_empty() || ids.iter().any(|id| id.parse::<i64>().is_err()) {
+        return Err(format!(
+            "expected broker ids separated by ';', e.g. 1;2;3, not {text:?}"
+        ));
+    }
+    Ok(ids.join(";"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_lists_are_numbers_separated_by_semicolons() {
+        assert_eq!(id_list("1;2; 3;").as_deref(), Ok("1;2;3"));
+        assert!(id_list("1;x").is_err());
+        assert!(id_list(";").is_err());
+    }
+
+    #[test]
+    fn replicas_read_as_mqadmin_prints_them() {
+        let group = json!({
+            "masterBrokerId": 1, "masterAddress": "a:1", "masterEpoch": 2, "syncStateSetEpoch": 3,
+            "inSyncReplicas": [{"brokerName": "g", "brokerId": 1, "brokerAddress": "a:1", "alive": true}],
+            "notInSyncReplicas": [{"brokerName": "g", "brokerId": 2, "brokerAddress": "a:2", "alive": false}],
+        });
+        assert_eq!(
+            replicas_text("g", &group),
+            "\n#brokerName\tg\n#MasterBrokerId\t1\n#MasterAddr\ta:1\n#MasterEpoch\t2\n\
+             #SyncStateSetEpoch\t3\n#SyncStateSetNums\t1\n\
+             \nInSyncReplica:\tReplicaIdentity{brokerName='g', brokerId=1, brokerAddress='a:1', alive=true}\n\
+             \nNotInSyncReplica:\tReplicaIdentity{brokerName='g', brokerId=2, brokerAddress='a:2', alive=false}\n"
+        );
+        let masterless = replicas_text("g", &json!({}));
+        assert!(masterless.contains("#MasterBrokerId\tnull\n#MasterAddr\tnull"));
+    }
+}
