@@ -58,6 +58,26 @@ pub mod keys {
     pub const JRAFT_RPC_ADDR: &str = "jRaftControllerRPCAddr";
 }
 
+/// Every key this controller reads. Some are also NameServer keys (`scanNotActiveBrokerInterval`,
+/// `configBlackList`): Java hands the whole file to both, and so must an embedding server.
+pub const KNOWN: &[&str] = &[
+    keys::GROUP,
+    keys::PEERS,
+    keys::SELF_ID,
+    keys::STORE_PATH,
+    keys::TYPE,
+    keys::ELECT_UNCLEAN,
+    keys::NOTIFY,
+    keys::SCAN_NOT_ACTIVE,
+    keys::SCAN_INACTIVE_MASTER,
+    keys::ELECT_RETRIES,
+    keys::BLACK_LIST,
+    keys::JRAFT_GROUP,
+    keys::JRAFT_SERVER_ID,
+    keys::JRAFT_INIT_CONF,
+    keys::JRAFT_RPC_ADDR,
+];
+
 /// Keys a remote UPDATE_CONTROLLER_CONFIG may never change, whatever the configured blacklist
 /// says: where the node keeps its state and who its peers are cannot change under a running group.
 pub const ALWAYS_BLACKLISTED: &[&str] = &[

@@ -65,14 +65,15 @@ pub async fn handle(
         },
         request::GET_SYNC_STATE_DATA => {
             match req.body.as_deref().and_then(parse_broker_names) {
-                Some(names) if !names.is_empty() => reply_of(
-                    controller
-                        .read(|a| {
-                            let alive = |c: &str, n: &str, id: i64| controller.is_active(c, n, id);
-                            a.state.sync_state_data(&names, &alive)
-                        })
-                        .await,
-                ),
+                Some(names) if !names.is_empty() => {
+                    let active = controller.active_brokers();
+                    let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
+                    reply_of(
+                        controller
+                            .read(|a| a.state.sync_state_data(&names, &alive))
+                            .await,
+                    )
+                }
                 // Java answers a request without broker names with a bare, unset response.
                 _ => Answer::code(response::SYSTEM_ERROR, "not set any response code"),
             }

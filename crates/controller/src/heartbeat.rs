@@ -35,6 +35,16 @@ struct Entry {
     last: Instant,
 }
 
+/// The brokers alive at one moment.
+pub struct Active(std::collections::HashSet<(String, String, i64)>);
+
+impl Active {
+    pub fn contains(&self, cluster_name: &str, broker_name: &str, broker_id: i64) -> bool {
+        self.0
+            .contains(&(cluster_name.to_string(), broker_name.to_string(), broker_id))
+    }
+}
+
 #[derive(Default)]
 pub struct LiveTable {
     brokers: HashMap<BrokerKey, Entry>,
@@ -99,6 +109,18 @@ impl LiveTable {
 
     pub fn alive_ids(&self, broker_name: &str, now: Instant) -> BTreeSet<i64> {
         self.live_of(broker_name, now).into_keys().collect()
+    }
+
+    /// Every broker alive now: a copy, so that callers can judge liveness while holding other
+    /// locks without taking this table's.
+    pub fn active(&self, now: Instant) -> Active {
+        Active(
+            self.brokers
+                .iter()
+                .filter(|(_, e)| now.duration_since(e.last) <= e.beat.timeout)
+                .map(|(k, _)| (k.cluster_name.clone(), k.broker_name.clone(), k.broker_id))
+                .collect(),
+        )
     }
 
     /// Removes the brokers whose heartbeat is overdue and returns them.

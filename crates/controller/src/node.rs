@@ -30,6 +30,8 @@ fn raft_config(group: &str) -> openraft::Config {
         election_timeout_min: 1_000,
         election_timeout_max: 2_000,
         install_snapshot_timeout: 5_000,
+        // Chunks travel as JSON (about three bytes a byte): keep frames far below the port's cap.
+        snapshot_max_chunk_size: 1024 * 1024,
         ..Default::default()
     }
 }
@@ -179,10 +181,9 @@ impl Controller {
         self.live.lock().on_heartbeat(key, beat, Instant::now());
     }
 
-    pub fn is_active(&self, cluster: &str, broker_name: &str, id: i64) -> bool {
-        self.live
-            .lock()
-            .is_active(cluster, broker_name, id, Instant::now())
+    /// The brokers alive now, to judge liveness without holding the heartbeat table.
+    pub fn active_brokers(&self) -> crate::heartbeat::Active {
+        self.live.lock().active(Instant::now())
     }
 
     pub fn live_view(&self) -> Vec<LiveView> {
@@ -426,9 +427,8 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
             continue;
         }
         let names = {
-            let now = Instant::now();
-            let live = controller.live.lock();
-            let alive = |c: &str, n: &str, id: i64| live.is_active(c, n, id, now);
+            let active = controller.active_brokers();
+            let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
             controller
                 .applied
                 .read()

@@ -91,6 +91,16 @@ macro_rules! server_config {
     };
 }
 
+impl ServerConfig {
+    /// A key's value as the listing shows it; `None` for an unknown key or an unset value.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.entries()
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v)
+    }
+}
+
 server_config! { defaults(home, rocketmq_home) {
     "rocketmqHome" => rocketmq_home: Option<String> = rocketmq_home;
     "kvConfigPath" => kv_config_path: String = home.join("namesrv").join("kvConfig.json").display().to_string();
@@ -239,12 +249,21 @@ impl Settings {
         );
     }
 
-    /// Every key of the config file that is not a server config key, in key order.
-    pub fn extras(&self) -> Vec<(String, String)> {
-        self.extras
+    /// What the embedded controller reads: every key of the config file that is not a server
+    /// key, plus the values of the server keys the controller shares with the NameServer (as
+    /// Java gives the whole file to both).
+    pub fn controller_properties(&self) -> Vec<(String, String)> {
+        let mut props: Vec<(String, String)> = self
+            .extras
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+            .collect();
+        for key in namesrv_controller::config::KNOWN {
+            if let Some(value) = self.server.get(key) {
+                props.push((key.to_string(), value));
+            }
+        }
+        props
     }
 
     /// A key of the config file that is not a server config key (TLS settings, for one).

@@ -316,3 +316,18 @@ async fn the_controller_shows_on_metrics_and_on_the_status_page() {
         serde_json::from_str(&node.http_get("/status.json").await).unwrap();
     assert_eq!(json["controller"]["groups"][0]["master_broker_id"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_controller_reads_the_keys_it_shares_with_the_name_server() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let leader = leader_of(&cluster).await;
+    let config = request(&leader, RemotingCommand::request(1010))
+        .await
+        .unwrap();
+    let listing = String::from_utf8_lossy(config.body.as_deref().unwrap()).into_owned();
+    assert!(
+        listing.contains("scanNotActiveBrokerInterval=200\n"),
+        "{listing}"
+    );
+    assert!(listing.contains("controllerDLegerSelfId=n0\n"), "{listing}");
+}
