@@ -331,3 +331,80 @@ async fn the_embedded_controller_reads_the_keys_it_shares_with_the_name_server()
     );
     assert!(listing.contains("controllerDLegerSelfId=n0\n"), "{listing}");
 }
+
+/// Java's #10812: after a controller leader change the slave's heartbeats reached only followers
+/// and the new leader never counted it alive. Here every node keeps its own table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_alive() {
+    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let first = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41061").await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41062").await;
+    master.heartbeat_timeout_ms = 10_000;
+    slave.heartbeat_timeout_ms = 10_000;
+    master.elect_self(&cluster.controllers).await.unwrap();
+    master.heartbeat(&cluster.controllers).await;
+    slave.heartbeat(&cluster.controllers).await;
+    let info = master.replica_info(&cluster.controllers).await.unwrap();
+    let altered = master
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(altered.code, 0);
+
+    cluster.kill(first);
+    let second = cluster.leader(Duration::from_secs(10)).await.unwrap();
+    // One round of heartbeats, as brokers send each second, reaches the survivors.
+    master.heartbeat(&cluster.controllers).await;
+    slave.heartbeat(&cluster.controllers).await;
+    let data = request(
+        &cluster.controllers[second],
+        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(data.code, 0, "{:?}", data.remark);
+    let body: serde_json::Value = serde_json::from_slice(data.body.as_deref().unwrap()).unwrap();
+    let in_sync = body["replicasInfoTable"]["grp"]["inSyncReplicas"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(in_sync.len(), 2);
+    assert!(in_sync.iter().all(|r| r["alive"] == true), "{in_sync:?}");
+}
+
+/// A master that stops heartbeating but keeps its connections (a frozen process, SIGSTOP) is
+/// replaced once its own heartbeat timeout passes (Java's JRaft scan never ran: #10416).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_master_is_replaced_after_its_heartbeat_timeout() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41071").await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41072").await;
+    slave.heartbeat_timeout_ms = 30_000;
+    slave.heartbeat(&cluster.controllers).await;
+    master.elect_self(&cluster.controllers).await.unwrap();
+    master.heartbeat(&cluster.controllers).await;
+    let info = master.replica_info(&cluster.controllers).await.unwrap();
+    master
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    // The master goes quiet; its connections stay open.
+    let frozen_at = std::time::Instant::now();
+    let mut elected = None;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let info = slave.replica_info(&cluster.controllers).await.unwrap();
+        if info.master_id == Some(2) {
+            elected = Some(frozen_at.elapsed());
+            break;
+        }
+    }
+    let took = elected.expect("the slave is elected");
+    assert!(
+        took >= Duration::from_millis(1_400),
+        "not before the master's 1.5 s timeout: {took:?}"
+    );
+    drop(master);
+}
