@@ -11,7 +11,6 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -35,7 +34,6 @@ import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.remoting.protocol.EpochEntry;
 import org.apache.rocketmq.remoting.protocol.body.BrokerMemberGroup;
 import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo;
 import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo.ReplicaIdentity;
@@ -1130,7 +1128,7 @@ public final class ControllerInterop {
         log("%s is a slave replicating from %s", y, ha.getHaClientRuntimeInfo().getMasterAddr());
         long t0 = System.currentTimeMillis();
         View last = null;
-        long deadline = t0 + 45_000;
+        long deadline = t0 + 30_000;
         while (System.currentTimeMillis() < deadline) {
             last = view();
             ReplicaIdentity me = last == null ? null : last.byId(id);
