@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rocketmq_wire::RemotingCommand;
 
-use crate::heartbeat::{BrokerKey, Heartbeat, DEFAULT_TIMEOUT};
+use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT};
 use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
 use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
@@ -33,7 +33,14 @@ pub async fn handle(
     connection: u64,
 ) -> Option<RemotingCommand> {
     let answer = match req.code {
-        request::BROKER_HEARTBEAT => heartbeat(controller, req, connection),
+        request::BROKER_HEARTBEAT => {
+            let answer = heartbeat(controller, req, connection, Via::Direct);
+            if answer.code == response::SUCCESS {
+                controller.forward_heartbeat(req);
+            }
+            answer
+        }
+        codes::FORWARDED_HEARTBEAT => heartbeat(controller, req, connection, Via::Follower),
         request::GET_METADATA_INFO => metadata(controller),
         request::UPDATE_CONTROLLER_CONFIG => update_config(controller, req),
         request::GET_CONTROLLER_CONFIG => {
@@ -203,7 +210,12 @@ fn reply_of(result: Result<Reply, Refusal>) -> Answer {
     }
 }
 
-fn heartbeat(controller: &Arc<Controller>, req: &RemotingCommand, connection: u64) -> Answer {
+fn heartbeat(
+    controller: &Arc<Controller>,
+    req: &RemotingCommand,
+    connection: u64,
+    via: Via,
+) -> Answer {
     let Some(broker_id) = req.ext_i64("brokerId") else {
         return invalid("Heart beat with empty brokerId");
     };
@@ -230,7 +242,7 @@ fn heartbeat(controller: &Arc<Controller>, req: &RemotingCommand, connection: u6
         }),
         connection,
     };
-    controller.on_heartbeat(key, beat);
+    controller.on_heartbeat(key, beat, via);
     Answer::code(response::SUCCESS, "Heart beat success")
 }
 

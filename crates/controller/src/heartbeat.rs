@@ -45,9 +45,26 @@ impl Active {
     }
 }
 
+/// How long a forwarded heartbeat cannot bring back a broker whose connection just closed: a
+/// heartbeat a follower forwarded just before the broker died must not make it look alive to the
+/// election its death starts.
+const FORWARD_GRACE: Duration = Duration::from_secs(3);
+
 #[derive(Default)]
 pub struct LiveTable {
     brokers: HashMap<BrokerKey, Entry>,
+    /// Brokers whose connection closed, and when.
+    closed: HashMap<BrokerKey, Instant>,
+}
+
+/// Where a heartbeat came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// From the broker itself, on this connection.
+    Direct,
+    /// Forwarded by a follower that heard it: brokers that reach only some nodes still count as
+    /// alive on the leader (Java's #10812).
+    Follower,
 }
 
 /// One broker's entry as the status page and metrics show it.
@@ -64,7 +81,23 @@ pub struct LiveView {
 }
 
 impl LiveTable {
-    pub fn on_heartbeat(&mut self, key: BrokerKey, beat: Heartbeat, now: Instant) {
+    pub fn on_heartbeat(&mut self, key: BrokerKey, mut beat: Heartbeat, via: Via, now: Instant) {
+        match via {
+            Via::Direct => {
+                self.closed.remove(&key);
+            }
+            Via::Follower => {
+                if self
+                    .closed
+                    .get(&key)
+                    .is_some_and(|at| now.duration_since(*at) < FORWARD_GRACE)
+                {
+                    return;
+                }
+                // A broker's own connection, if it has one here, still tells of its death.
+                beat.connection = self.brokers.get(&key).map_or(0, |e| e.beat.connection);
+            }
+        }
         self.brokers.insert(key, Entry { beat, last: now });
     }
 
@@ -134,19 +167,22 @@ impl LiveTable {
         for k in &gone {
             self.brokers.remove(k);
         }
+        self.closed
+            .retain(|_, at| now.duration_since(*at) < FORWARD_GRACE);
         gone
     }
 
     /// Removes the brokers whose heartbeats came on a connection that has closed.
-    pub fn on_connection_closed(&mut self, connection: u64) -> Vec<BrokerKey> {
+    pub fn on_connection_closed(&mut self, connection: u64, now: Instant) -> Vec<BrokerKey> {
         let gone: Vec<BrokerKey> = self
             .brokers
             .iter()
-            .filter(|(_, e)| e.beat.connection == connection)
+            .filter(|(_, e)| connection != 0 && e.beat.connection == connection)
             .map(|(k, _)| k.clone())
             .collect();
         for k in &gone {
             self.brokers.remove(k);
+            self.closed.insert(k.clone(), now);
         }
         gone
     }
@@ -207,7 +243,7 @@ mod tests {
     fn a_broker_is_active_until_its_own_timeout_passes() {
         let t0 = Instant::now();
         let mut table = LiveTable::default();
-        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
+        table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
         assert!(table.is_active("c", "a", 1, t0 + Duration::from_secs(10)));
         assert!(!table.is_active("c", "a", 1, t0 + Duration::from_secs(11)));
         assert!(table.expire(t0 + Duration::from_secs(5)).is_empty());
@@ -222,18 +258,42 @@ mod tests {
     fn a_closed_connection_takes_only_its_own_brokers() {
         let t0 = Instant::now();
         let mut table = LiveTable::default();
-        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
-        table.on_heartbeat(key("a", 2), beat(2, 3), t0);
-        assert_eq!(table.on_connection_closed(1), vec![key("a", 1)]);
+        table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
+        table.on_heartbeat(key("a", 2), beat(2, 3), Via::Direct, t0);
+        assert_eq!(table.on_connection_closed(1, t0), vec![key("a", 1)]);
         assert_eq!(table.alive_ids("a", t0), BTreeSet::from([2]));
+    }
+
+    #[test]
+    fn a_forwarded_heartbeat_keeps_the_brokers_own_connection_and_cannot_revive_it_at_once() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(7, 3), Via::Direct, t0);
+        table.on_heartbeat(key("a", 1), beat(0, 3), Via::Follower, t0);
+        // Still the broker's own connection: its close is its death.
+        assert_eq!(table.on_connection_closed(7, t0), vec![key("a", 1)]);
+        let soon = t0 + Duration::from_millis(500);
+        table.on_heartbeat(key("a", 1), beat(0, 3), Via::Follower, soon);
+        assert!(
+            !table.is_active("c", "a", 1, soon),
+            "a late forward does not revive it"
+        );
+        // A broker heard only through followers is alive, and no close of ours ends it.
+        let later = t0 + Duration::from_secs(4);
+        table.on_heartbeat(key("a", 2), beat(0, 3), Via::Follower, later);
+        assert!(table.on_connection_closed(0, later).is_empty());
+        assert!(table.is_active("c", "a", 2, later));
+        // The broker itself speaks again: alive at once.
+        table.on_heartbeat(key("a", 1), beat(8, 3), Via::Direct, soon);
+        assert!(table.is_active("c", "a", 1, soon));
     }
 
     #[test]
     fn live_facts_carry_what_the_election_weighs() {
         let t0 = Instant::now();
         let mut table = LiveTable::default();
-        table.on_heartbeat(key("a", 1), beat(1, 3), t0);
-        table.on_heartbeat(key("b", 1), beat(1, 9), t0);
+        table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
+        table.on_heartbeat(key("b", 1), beat(1, 9), Via::Direct, t0);
         let live = table.live_of("a", t0);
         assert_eq!(live.len(), 1);
         assert_eq!(live[&1].epoch, 3);

@@ -12,12 +12,15 @@ use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ControllerConfig;
-use crate::heartbeat::{BrokerKey, LiveTable, LiveView, DEFAULT_TIMEOUT};
+use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
+use crate::raft::codes;
 use crate::raft::network::Network;
 use crate::raft::store::{self, Applied, LogStore, StateMachine};
 use crate::raft::Raft;
 use crate::state::{Command, GroupView, Reply, RoleChange};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::RemotingCommand;
 
 pub use crate::state::code as response;
 
@@ -57,6 +60,8 @@ pub struct Controller {
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
     leader_since: Mutex<Option<Instant>>,
+    /// The connection heartbeats are forwarded on, and the leader it goes to.
+    leader_link: Arc<Mutex<Option<(u64, Client)>>>,
     shutdown: CancellationToken,
 }
 
@@ -97,6 +102,7 @@ impl Controller {
             notifier: Notifier::default(),
             counters: Counters::default(),
             leader_since: Mutex::new(None),
+            leader_link: Default::default(),
             shutdown: CancellationToken::new(),
         });
         tokio::spawn(watch_role(controller.clone()));
@@ -176,9 +182,54 @@ impl Controller {
         }
     }
 
-    pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat) {
+    pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat, via: Via) {
         self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
-        self.live.lock().on_heartbeat(key, beat, Instant::now());
+        self.live
+            .lock()
+            .on_heartbeat(key, beat, via, Instant::now());
+    }
+
+    /// Passes a heartbeat a broker sent to this follower on to the leader, so that a broker
+    /// that reaches only some nodes still counts as alive where elections are decided.
+    pub fn forward_heartbeat(self: &Arc<Self>, heartbeat: &RemotingCommand) {
+        let Some(leader) = self.raft.metrics().borrow().current_leader else {
+            return;
+        };
+        let (self_id, addr) = {
+            let config = self.config.read();
+            match config.peer(leader) {
+                Some(p) => (config.self_node_id(), p.addr.clone()),
+                None => return,
+            }
+        };
+        if leader == self_id {
+            return;
+        }
+        let mut forwarded = RemotingCommand::request(codes::FORWARDED_HEARTBEAT).oneway();
+        forwarded.ext_fields = heartbeat.ext_fields.clone();
+        let link = self.leader_link.clone();
+        tokio::spawn(async move {
+            let existing = link
+                .lock()
+                .as_ref()
+                .filter(|(to, _)| *to == leader)
+                .map(|(_, c)| c.clone());
+            let client = match existing {
+                Some(c) => c,
+                None => {
+                    let connect = tokio::time::timeout(
+                        Duration::from_secs(1),
+                        Client::connect(addr.as_str()),
+                    );
+                    let Ok(Ok(c)) = connect.await else { return };
+                    *link.lock() = Some((leader, c.clone()));
+                    c
+                }
+            };
+            if client.send_oneway(forwarded).await.is_err() {
+                *link.lock() = None;
+            }
+        });
     }
 
     /// The brokers alive now, to judge liveness without holding the heartbeat table.
@@ -196,7 +247,10 @@ impl Controller {
 
     /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
     pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
-        let gone = self.live.lock().on_connection_closed(connection);
+        let gone = self
+            .live
+            .lock()
+            .on_connection_closed(connection, Instant::now());
         for key in gone {
             self.clone().on_broker_inactive(key);
         }
@@ -402,7 +456,13 @@ async fn watch_role(controller: Arc<Controller>) {
 /// Every node expires silent brokers from its own table; the leader reacts.
 async fn scan_silent_brokers(controller: Arc<Controller>) {
     loop {
-        let interval = controller.config.read().scan_not_active_broker_interval_ms;
+        // At least every second: each broker's own timeout decides when it is gone; scanning
+        // more often than the configured interval only shortens how late that is noticed.
+        let interval = controller
+            .config
+            .read()
+            .scan_not_active_broker_interval_ms
+            .min(1_000);
         tokio::select! {
             _ = controller.shutdown.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_millis(interval)) => {}

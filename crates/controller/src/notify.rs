@@ -1,11 +1,8 @@
 //! NOTIFY_BROKER_ROLE_CHANGED (1008): a oneway message to each live member of a group whose
 //! master changed, so that brokers switch roles at once rather than at their next 5 s poll.
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -14,35 +11,25 @@ use crate::state::RoleChange;
 pub const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// One connection per broker address, made on first use and dropped when it fails.
+/// Each notice on a connection of its own: a broker that restarted since the last notice would
+/// leave a kept connection half-dead, and the write into it would vanish without an error.
+/// Notices are rare (one per member per election), a connection per notice costs nothing.
 #[derive(Clone, Default)]
-pub struct Notifier {
-    links: Arc<Mutex<HashMap<String, Client>>>,
-}
+pub struct Notifier;
 
 impl Notifier {
     pub fn notify(&self, addr: String, change: RoleChange) {
-        let links = self.links.clone();
         tokio::spawn(async move {
             let request = role_changed_request(&change);
-            let existing = links.lock().get(&addr).cloned();
-            let client = match existing {
-                Some(c) => c,
-                None => match tokio::time::timeout(CONNECT_TIMEOUT, Client::connect(addr.as_str()))
-                    .await
-                {
-                    Ok(Ok(c)) => {
-                        links.lock().insert(addr.clone(), c.clone());
-                        c
-                    }
+            let client =
+                match tokio::time::timeout(CONNECT_TIMEOUT, Client::connect(addr.as_str())).await {
+                    Ok(Ok(c)) => c,
                     _ => {
                         tracing::warn!("cannot reach broker {addr} to tell it its role changed");
                         return;
                     }
-                },
-            };
+                };
             if client.send_oneway(request).await.is_err() {
-                links.lock().remove(&addr);
                 tracing::warn!("lost the connection to broker {addr} while notifying it");
             }
         });

@@ -30,12 +30,16 @@ async fn leader_of(cluster: &ControllerCluster) -> String {
 async fn joined(cluster: &ControllerCluster, name: &'static str, addr: &str) -> ControllerBroker {
     let mut b = ControllerBroker::new("CtlCluster", name, addr);
     b.heartbeat_timeout_ms = 1_500;
-    let resp = b
-        .register(&cluster.controllers)
-        .await
-        .expect("the controller answers the registration");
-    assert_eq!(resp.code, 0, "registration: {:?}", resp.remark);
-    b
+    // A group just formed may still be settling its leader: retry as a broker does.
+    let mut last = None;
+    for _ in 0..25 {
+        last = b.register(&cluster.controllers).await;
+        if last.as_ref().is_some_and(|r| r.code == 0) {
+            return b;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("registration: {:?}", last.map(|r| (r.code, r.remark)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,16 +123,17 @@ async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() 
 
     // The master's process dies: its connections close.
     master.disconnect();
-    let (conn, _) = tokio::time::timeout(Duration::from_secs(10), slave_port.accept())
-        .await
-        .expect("the controller tells the survivor within seconds")
-        .unwrap();
-    let mut frames = FramedRead::new(conn, RemotingCodec::new(1 << 20));
-    // The first notice is of the first election (master 1); the one that counts follows.
+    // Each notice comes on a connection of its own. The first is of the first election
+    // (master 1); the one that counts follows.
     let notice = loop {
-        let notice = tokio::time::timeout(Duration::from_secs(10), frames.next())
+        let (conn, _) = tokio::time::timeout(Duration::from_secs(10), slave_port.accept())
             .await
-            .expect("a notice of the new master")
+            .expect("the controller tells the survivor within seconds")
+            .unwrap();
+        let mut frames = FramedRead::new(conn, RemotingCodec::new(1 << 20));
+        let notice = tokio::time::timeout(Duration::from_secs(5), frames.next())
+            .await
+            .expect("a notice on the connection")
             .unwrap()
             .unwrap();
         if notice.ext("masterEpoch") != Some("1") {
@@ -407,4 +412,75 @@ async fn a_frozen_master_is_replaced_after_its_heartbeat_timeout() {
         "not before the master's 1.5 s timeout: {took:?}"
     );
     drop(master);
+}
+
+/// The other half of #10812: a broker that can reach only the followers (its `controllerAddr`
+/// lacks the leader, or the leader's link is down) is alive where elections are decided, because
+/// followers pass its heartbeats on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_heard_only_by_followers_is_alive_on_the_leader() {
+    let cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let leader = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    // Followers learn the leader from its first heartbeat.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41081").await;
+    master.heartbeat_timeout_ms = 10_000;
+    master.elect_self(&cluster.controllers).await.unwrap();
+    master.heartbeat(&cluster.controllers).await;
+    let slave = joined(&cluster, "grp", "127.0.0.1:41082").await;
+    // From now on the slave speaks to the followers only, on connections of its own.
+    let followers: Vec<String> = (0..3)
+        .filter(|i| *i != leader)
+        .map(|i| cluster.controllers[i].clone())
+        .collect();
+    let mut cut_off = ControllerBroker::new("CtlCluster", "grp", &slave.addr);
+    cut_off.id = slave.id;
+    cut_off.heartbeat_timeout_ms = 10_000;
+    drop(slave);
+    // Past its direct heartbeats' timeout, and past the grace in which a forwarded heartbeat
+    // cannot revive a broker whose own connection closed.
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    assert!(
+        !alive_on(&cluster.controllers[leader], 2).await,
+        "its direct heartbeats have expired"
+    );
+    cut_off.heartbeat(&followers).await;
+    let mut alive = false;
+    for _ in 0..20 {
+        if alive_on(&cluster.controllers[leader], 2).await {
+            alive = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        alive,
+        "the leader counts the slave alive through the followers"
+    );
+    let info = master.replica_info(&cluster.controllers).await.unwrap();
+    let altered = master
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(altered.code, 0, "{:?}", altered.remark);
+}
+
+/// Whether `broker_id` of `grp` is alive on the node at `addr`, as 1006 reports it.
+async fn alive_on(addr: &str, broker_id: i64) -> bool {
+    let data = request(
+        addr,
+        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+    )
+    .await
+    .unwrap();
+    let body: serde_json::Value =
+        serde_json::from_slice(data.body.as_deref().unwrap_or(b"{}")).unwrap_or_default();
+    let group = &body["replicasInfoTable"]["grp"];
+    ["inSyncReplicas", "notInSyncReplicas"].iter().any(|list| {
+        group[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["brokerId"] == broker_id && r["alive"] == true)
+    })
 }

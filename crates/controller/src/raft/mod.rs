@@ -31,4 +31,7 @@ pub mod codes {
     pub const RAFT_APPEND_ENTRIES: i32 = 1190;
     pub const RAFT_VOTE: i32 = 1191;
     pub const RAFT_INSTALL_SNAPSHOT: i32 = 1192;
+    /// A broker's heartbeat, passed on by the follower that received it to the leader (oneway,
+    /// with the heartbeat's own header).
+    pub const FORWARDED_HEARTBEAT: i32 = 1193;
 }

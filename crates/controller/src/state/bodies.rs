@@ -54,9 +54,12 @@ pub fn sync_state_set(ids: &BTreeSet<i64>, epoch: i32) -> Vec<u8> {
 
 fn member_group(w: &mut JsonWriter, group: &MemberGroup<'_>) {
     w.object(|w| {
+        // Quoted ids, unlike fastjson's own output: the 5.5.0 admin client (fastjson2) refuses
+        // bare numeric keys here, so `mqadmin electMaster` would report an election that
+        // happened as failed; the broker reads quoted ids back as its Long keys all the same.
         w.key("brokerAddrs").object(|w| {
             for (id, addr) in group.addrs {
-                w.num_key(*id).string(addr);
+                w.key(&id.to_string()).string(addr);
             }
         });
         w.key("brokerName").string(group.broker_name);

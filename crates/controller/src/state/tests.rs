@@ -445,7 +445,7 @@ fn the_first_election_goes_to_the_asking_broker() {
     assert_eq!(
         body(&reply),
         format!(
-            r#"{{"brokerMemberGroup":{{"brokerAddrs":{{1:"{}",2:"{}",3:"{}"}},"brokerName":"broker-a","cluster":"DefaultCluster"}},"syncStateSet":[2]}}"#,
+            r#"{{"brokerMemberGroup":{{"brokerAddrs":{{"1":"{}","2":"{}","3":"{}"}},"brokerName":"broker-a","cluster":"DefaultCluster"}},"syncStateSet":[2]}}"#,
             addr(1),
             addr(2),
             addr(3)
