@@ -42,6 +42,23 @@ async fn joined(cluster: &ControllerCluster, name: &'static str, addr: &str) -> 
     panic!("registration: {:?}", last.map(|r| (r.code, r.remark)));
 }
 
+/// The master elects itself and takes the slave (ids 1 and 2) into its sync-state set.
+async fn in_sync(
+    cluster: &ControllerCluster,
+    master: &mut ControllerBroker,
+    slave: &mut ControllerBroker,
+) {
+    master.elect_self(&cluster.controllers).await.unwrap();
+    master.heartbeat(&cluster.controllers).await;
+    slave.heartbeat(&cluster.controllers).await;
+    let info = master.replica_info(&cluster.controllers).await.unwrap();
+    let altered = master
+        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(altered.code, 0, "{:?}", altered.remark);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_get_ids_in_order_and_the_first_to_ask_becomes_master() {
     let cluster = ControllerCluster::start(BINARY, 1, FAST);
@@ -111,15 +128,7 @@ async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() 
     let mut master = joined(&cluster, "grp", "127.0.0.1:41011").await;
     let mut slave = joined(&cluster, "grp", &slave_addr).await;
     slave.heartbeat_timeout_ms = 10_000;
-    master.elect_self(&cluster.controllers).await.unwrap();
-    master.heartbeat(&cluster.controllers).await;
-    slave.heartbeat(&cluster.controllers).await;
-    let info = master.replica_info(&cluster.controllers).await.unwrap();
-    let altered = master
-        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
-        .await
-        .unwrap();
-    assert_eq!(altered.code, 0);
+    in_sync(&cluster, &mut master, &mut slave).await;
 
     // The master's process dies: its connections close.
     master.disconnect();
@@ -347,15 +356,7 @@ async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_a
     let mut slave = joined(&cluster, "grp", "127.0.0.1:41062").await;
     master.heartbeat_timeout_ms = 10_000;
     slave.heartbeat_timeout_ms = 10_000;
-    master.elect_self(&cluster.controllers).await.unwrap();
-    master.heartbeat(&cluster.controllers).await;
-    slave.heartbeat(&cluster.controllers).await;
-    let info = master.replica_info(&cluster.controllers).await.unwrap();
-    let altered = master
-        .alter_sync_state_set(&cluster.controllers, &info, &BTreeSet::from([1, 2]))
-        .await
-        .unwrap();
-    assert_eq!(altered.code, 0);
+    in_sync(&cluster, &mut master, &mut slave).await;
 
     cluster.kill(first);
     let second = cluster.leader(Duration::from_secs(10)).await.unwrap();

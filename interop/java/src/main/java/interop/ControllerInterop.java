@@ -149,6 +149,7 @@ public final class ControllerInterop {
                 case "clean-extra": it.cleanExtra(); break;
                 case "h": it.scenarioH(); break;
                 case "j": it.scenarioJ(); break;
+                case "k": it.scenarioK(); break;
                 case "i": it.scenarioI(); break;
                 case "bench-round": it.benchRound(); break;
                 default: throw new IllegalArgumentException("unknown step " + argv[0]);
@@ -1055,6 +1056,42 @@ public final class ControllerInterop {
             .max((x, y) -> Long.compare(x.getBrokerId(), y.getBrokerId())).orElseThrow(() -> new AssertionError("no slave in sync: " + v));
         Throwable undecodable = designatedElection(v, target, liveControllers().get(0).addr);
         check(undecodable == null, "mqadmin electMaster cannot decode the controller's answer: %s", undecodable);
+    }
+
+    /**
+     * (k) mqadmin getControllerConfig / updateControllerConfig through the admin API: every node lists its
+     * settings, an allowed key is changed on every node and read back, a blacklisted key is refused with
+     * NO_PERMISSION (16) and changes nothing.
+     */
+    private void scenarioK() throws Exception {
+        List<String> addrs = new ArrayList<>();
+        for (Node c : liveControllers()) {
+            addrs.add(c.addr);
+        }
+        Map<String, Properties> before = admin.getControllerConfig(addrs);
+        check(before.size() == addrs.size(), "getControllerConfig answered %d of %d nodes", before.size(), addrs.size());
+        for (Map.Entry<String, Properties> e : before.entrySet()) {
+            check(e.getValue().getProperty("controllerDLegerPeers") != null, "%s lists no controllerDLegerPeers: %s",
+                e.getKey(), e.getValue());
+        }
+        Properties change = new Properties();
+        change.setProperty("electMasterMaxRetryCount", "4");
+        admin.updateControllerConfig(change, addrs);
+        for (Map.Entry<String, Properties> e : admin.getControllerConfig(addrs).entrySet()) {
+            check("4".equals(e.getValue().getProperty("electMasterMaxRetryCount")), "%s: electMasterMaxRetryCount %s after the update",
+                e.getKey(), e.getValue().getProperty("electMasterMaxRetryCount"));
+        }
+        log("updateControllerConfig electMasterMaxRetryCount=4 read back from %d nodes", addrs.size());
+        Properties forbidden = new Properties();
+        forbidden.setProperty("configStorePath", "/tmp/elsewhere");
+        expectCode(16, "updateControllerConfig of the blacklisted configStorePath", () -> {
+            admin.updateControllerConfig(forbidden, addrs);
+            return "updated";
+        });
+        String path = before.get(addrs.get(0)).getProperty("configStorePath");
+        String now = admin.getControllerConfig(addrs).get(addrs.get(0)).getProperty("configStorePath");
+        check(java.util.Objects.equals(path, now), "a refused update changed configStorePath from %s to %s", path, now);
+        log("updateControllerConfig of configStorePath refused with 16");
     }
 
     /** (g) cleanBrokerMetadata: refused for a live broker id, done for a stopped one. The extra broker is bx. */
