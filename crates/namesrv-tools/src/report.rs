@@ -716,6 +716,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "| {} | {} | {} |", t.text, text, met)?;
     }
 
+    // Controller mode is measured by scripts/bench-controller (real brokers failing over), which
+    // leaves its tables beside the other results.
+    if let Ok(controller) = std::fs::read_to_string(args.results.join("controller.md")) {
+        writeln!(w, "\n## Controller mode\n")?;
+        writeln!(
+            w,
+            "From `scripts/bench-controller` (its own run; the date and commit are in the text).\n"
+        )?;
+        writeln!(w, "{}", controller.trim())?;
+    }
+
     writeln!(w, "\n## Failures in full\n")?;
     let mut any = false;
     let mut figures: Vec<&str> = Vec::new();
