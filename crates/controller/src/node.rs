@@ -99,7 +99,7 @@ impl Controller {
             raft,
             applied,
             live: Mutex::new(LiveTable::default()),
-            notifier: Notifier::default(),
+            notifier: Notifier,
             counters: Counters::default(),
             leader_since: Mutex::new(None),
             leader_link: Default::default(),
