@@ -39,14 +39,14 @@ fn raft_config(group: &str) -> openraft::Config {
     }
 }
 
-/// Counters the metrics and the status page read.
+/// Counters the metrics and the status page read (through [`Controller::view`]).
 #[derive(Default)]
-pub struct Counters {
-    pub elections_new_master: AtomicU64,
-    pub elections_kept_master: AtomicU64,
-    pub elections_no_master: AtomicU64,
-    pub role_notifications: AtomicU64,
-    pub heartbeats: AtomicU64,
+struct Counters {
+    elections_new_master: AtomicU64,
+    elections_kept_master: AtomicU64,
+    elections_no_master: AtomicU64,
+    role_notifications: AtomicU64,
+    heartbeats: AtomicU64,
 }
 
 pub struct Controller {
@@ -55,7 +55,7 @@ pub struct Controller {
     applied: Arc<RwLock<Applied>>,
     live: Mutex<LiveTable>,
     notifier: Notifier,
-    pub counters: Counters,
+    counters: Counters,
     /// When this node last became leader: a new leader waits one heartbeat timeout before it
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
@@ -179,6 +179,7 @@ impl Controller {
             elections_kept_master: c.elections_kept_master.load(Ordering::Relaxed),
             elections_no_master: c.elections_no_master.load(Ordering::Relaxed),
             role_notifications: c.role_notifications.load(Ordering::Relaxed),
+            heartbeats: c.heartbeats.load(Ordering::Relaxed),
         }
     }
 
@@ -417,6 +418,8 @@ pub struct ControllerView {
     pub elections_kept_master: u64,
     pub elections_no_master: u64,
     pub role_notifications: u64,
+    /// Broker heartbeats received, directly or passed on by a follower.
+    pub heartbeats: u64,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

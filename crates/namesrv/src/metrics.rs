@@ -339,13 +339,21 @@ impl Collector for ControllerCollector {
                 ConstCounter::new(n).encode(family.encode_family(&ResultLabel { result })?)?;
             }
         }
-        let c = ConstCounter::new(v.role_notifications);
-        c.encode(encoder.encode_descriptor(
-            "controller_role_notifications",
-            "NOTIFY_BROKER_ROLE_CHANGED messages sent",
-            None,
-            c.metric_type(),
-        )?)?;
+        for (name, help, n) in [
+            (
+                "controller_role_notifications",
+                "NOTIFY_BROKER_ROLE_CHANGED messages sent",
+                v.role_notifications,
+            ),
+            (
+                "controller_heartbeats",
+                "Broker heartbeats received, directly or passed on by a follower",
+                v.heartbeats,
+            ),
+        ] {
+            let c = ConstCounter::new(n);
+            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
         for (name, help, value) in [
             (
                 "controller_master_epoch",

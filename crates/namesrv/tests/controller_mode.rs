@@ -317,6 +317,14 @@ async fn the_controller_shows_on_metrics_and_on_the_status_page() {
         metrics.contains("namesrv_controller_is_leader 1"),
         "{metrics}"
     );
+    let heartbeats = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("namesrv_controller_heartbeats_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(
+        heartbeats.is_some_and(|n| n >= 1),
+        "the broker's heartbeat is counted: {metrics}"
+    );
     assert!(
         metrics.contains(
             "namesrv_controller_master_epoch{cluster=\"CtlCluster\",broker_name=\"grp<b>\"} 1"
