@@ -493,3 +493,49 @@ async fn alive_on(addr: &str, broker_id: i64) -> bool {
             .any(|r| r["brokerId"] == broker_id && r["alive"] == true)
     })
 }
+
+/// Deleting a node's files is what operators do to Java's controller when its metadata is stale
+/// (#6586). A node that comes back empty must be refilled by the leader, not break the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_store_was_deleted_is_refilled_and_the_group_goes_on() {
+    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let leader = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    let mut a = joined(&cluster, "grp", "127.0.0.1:41091").await;
+    a.elect_self(&cluster.controllers).await.unwrap();
+    let wiped = (leader + 1) % 3;
+    cluster.kill(wiped);
+    std::fs::remove_dir_all(cluster.home(wiped).join("controller")).unwrap();
+    cluster.restart(wiped);
+    // The empty node learns the group's state from the leader.
+    let node = cluster.nodes[wiped].as_ref().unwrap();
+    let mut refilled = false;
+    for _ in 0..100 {
+        let json: serde_json::Value =
+            serde_json::from_str(&node.http_get("/status.json").await).unwrap();
+        if json["controller"]["groups"][0]["broker_name"] == "grp" {
+            refilled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(refilled, "the wiped node holds the group again");
+    // And it counts in a majority: without the old leader the group still serves.
+    cluster.kill(leader);
+    let mut next = None;
+    for _ in 0..50 {
+        if let Some(i) = cluster.leader(Duration::from_secs(1)).await {
+            let resp = request(
+                &cluster.controllers[i],
+                RemotingCommand::request(GET_NEXT_BROKER_ID)
+                    .with_ext("clusterName", "CtlCluster")
+                    .with_ext("brokerName", "grp"),
+            )
+            .await;
+            if let Some(r) = resp.filter(|r| r.code == 0) {
+                next = r.ext("nextBrokerId").map(String::from);
+                break;
+            }
+        }
+    }
+    assert_eq!(next.as_deref(), Some("2"));
+}
