@@ -4,27 +4,13 @@
 
 use std::sync::Arc;
 
+use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT};
 use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
 use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
-
-pub mod request {
-    pub const BROKER_HEARTBEAT: i32 = 904;
-    pub const ALTER_SYNC_STATE_SET: i32 = 1001;
-    pub const ELECT_MASTER: i32 = 1002;
-    pub const REGISTER_BROKER: i32 = 1003;
-    pub const GET_REPLICA_INFO: i32 = 1004;
-    pub const GET_METADATA_INFO: i32 = 1005;
-    pub const GET_SYNC_STATE_DATA: i32 = 1006;
-    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
-    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
-    pub const CLEAN_BROKER_DATA: i32 = 1011;
-    pub const GET_NEXT_BROKER_ID: i32 = 1012;
-    pub const APPLY_BROKER_ID: i32 = 1013;
-}
 
 /// Serves one request; `None` for a oneway request.
 pub async fn handle(
@@ -41,14 +27,14 @@ pub async fn handle(
             answer
         }
         codes::FORWARDED_HEARTBEAT => heartbeat(controller, req, connection, Via::Follower),
-        request::GET_METADATA_INFO => metadata(controller),
+        request::CONTROLLER_GET_METADATA_INFO => metadata(controller),
         request::UPDATE_CONTROLLER_CONFIG => update_config(controller, req),
         request::GET_CONTROLLER_CONFIG => {
             Answer::ok().body(controller.config().listing().into_bytes())
         }
-        request::ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
-        request::ELECT_MASTER => elect_master(controller, req).await,
-        request::REGISTER_BROKER => match (
+        request::CONTROLLER_ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
+        request::CONTROLLER_ELECT_MASTER => elect_master(controller, req).await,
+        request::CONTROLLER_REGISTER_BROKER => match (
             req.ext("clusterName"),
             req.ext("brokerName"),
             req.ext_i64("brokerId"),
@@ -66,11 +52,11 @@ pub async fn handle(
             }
             _ => invalid("clusterName, brokerName, brokerId and brokerAddress are required"),
         },
-        request::GET_REPLICA_INFO => match req.ext("brokerName") {
+        request::CONTROLLER_GET_REPLICA_INFO => match req.ext("brokerName") {
             Some(name) => reply_of(controller.read(|a| a.state.replica_info(name)).await),
             None => invalid("brokerName is required"),
         },
-        request::GET_SYNC_STATE_DATA => {
+        request::CONTROLLER_GET_SYNC_STATE_DATA => {
             match req.body.as_deref().and_then(parse_broker_names) {
                 Some(names) if !names.is_empty() => {
                     let active = controller.active_brokers();
@@ -98,15 +84,17 @@ pub async fn handle(
             }
             None => invalid("brokerName is required"),
         },
-        request::GET_NEXT_BROKER_ID => match (req.ext("clusterName"), req.ext("brokerName")) {
-            (Some(cluster), Some(name)) => reply_of(
-                controller
-                    .read(|a| a.state.next_broker_id(cluster, name))
-                    .await,
-            ),
-            _ => invalid("clusterName and brokerName are required"),
-        },
-        request::APPLY_BROKER_ID => match (
+        request::CONTROLLER_GET_NEXT_BROKER_ID => {
+            match (req.ext("clusterName"), req.ext("brokerName")) {
+                (Some(cluster), Some(name)) => reply_of(
+                    controller
+                        .read(|a| a.state.next_broker_id(cluster, name))
+                        .await,
+                ),
+                _ => invalid("clusterName and brokerName are required"),
+            }
+        }
+        request::CONTROLLER_APPLY_BROKER_ID => match (
             req.ext("clusterName"),
             req.ext("brokerName"),
             req.ext_i64("appliedBrokerId"),

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
 use crate::state::RoleChange;
 
-pub const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Each notice on a connection of its own: a broker that restarted since the last notice would
@@ -38,7 +38,7 @@ impl Notifier {
 
 /// The request Java's controller sends: header fields of the new master, body the sync-state set.
 pub fn role_changed_request(change: &RoleChange) -> RemotingCommand {
-    let mut cmd = RemotingCommand::request(NOTIFY_BROKER_ROLE_CHANGED)
+    let mut cmd = RemotingCommand::request(request::NOTIFY_BROKER_ROLE_CHANGED)
         .with_ext("masterEpoch", change.master_epoch)
         .with_ext("syncStateSetEpoch", change.sync_state_set_epoch);
     if let Some(addr) = &change.master_address {

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use rocketmq_wire::body::ClusterInfo;
-use rocketmq_wire::codes::request::GET_BROKER_CLUSTER_INFO;
+use rocketmq_wire::codes::request::{self, GET_BROKER_CLUSTER_INFO};
+use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map, Value};
 
@@ -16,37 +17,6 @@ use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, R
 use crate::reads::{body_json, config_report};
 use crate::report::Report;
 use crate::writes::{config_body, report_each};
-
-/// Request codes a controller serves to admin tools.
-pub mod request {
-    pub const ELECT_MASTER: i32 = 1002;
-    pub const GET_METADATA_INFO: i32 = 1005;
-    pub const GET_SYNC_STATE_DATA: i32 = 1006;
-    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
-    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
-    pub const CLEAN_BROKER_DATA: i32 = 1011;
-}
-
-/// The controller's response codes (Java's `ResponseCode.CONTROLLER_*`).
-pub mod response {
-    pub const FENCED_MASTER_EPOCH: i32 = 2000;
-    pub const FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
-    pub const INVALID_MASTER: i32 = 2002;
-    pub const INVALID_REPLICAS: i32 = 2003;
-    pub const MASTER_NOT_AVAILABLE: i32 = 2004;
-    pub const INVALID_REQUEST: i32 = 2005;
-    pub const BROKER_NOT_ALIVE: i32 = 2006;
-    pub const NOT_LEADER: i32 = 2007;
-    pub const BROKER_METADATA_NOT_EXIST: i32 = 2008;
-    pub const INVALID_CLEAN_BROKER_METADATA: i32 = 2009;
-    pub const BROKER_NEED_TO_BE_REGISTERED: i32 = 2010;
-    pub const MASTER_STILL_EXIST: i32 = 2011;
-    pub const ELECT_MASTER_FAILED: i32 = 2012;
-    pub const ALTER_SYNC_STATE_SET_FAILED: i32 = 2013;
-    pub const BROKER_ID_INVALID: i32 = 2014;
-    pub const JRAFT_INTERNAL_ERROR: i32 = 2015;
-    pub const BROKER_LIVE_INFO_NOT_EXISTS: i32 = 2016;
-}
 
 /// How often a request refused with NOT_LEADER is tried again: the leader named a moment ago
 /// can lose its office before the request reaches it, and a new one is usually elected within
@@ -143,7 +113,7 @@ impl Controllers {
     }
 
     async fn metadata(&self, addr: &str) -> Result<Metadata, AdminError> {
-        let request = RemotingCommand::request(request::GET_METADATA_INFO);
+        let request = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
         let reply = call_once(addr, self.timeout, request).await?.success()?;
         Ok(Metadata::of(&reply))
     }
@@ -171,7 +141,8 @@ impl Controllers {
         loop {
             let leader = self.leader().await?;
             let reply = call_once(&leader, self.timeout, request.clone()).await?;
-            if reply.response.code != response::NOT_LEADER || attempt == LEADER_ATTEMPTS {
+            if reply.response.code != response::CONTROLLER_NOT_LEADER || attempt == LEADER_ATTEMPTS
+            {
                 return Ok(reply);
             }
             attempt += 1;
@@ -261,7 +232,7 @@ pub async fn get_sync_state_set(
         (None, None) => unreachable!("the command line requires -b or -c"),
     };
     let body = serde_json::to_vec(&names).expect("a list of strings always serializes");
-    let request = RemotingCommand::request(request::GET_SYNC_STATE_DATA).with_body(body);
+    let request = RemotingCommand::request(request::CONTROLLER_GET_SYNC_STATE_DATA).with_body(body);
     let reply = ctl.call_leader(request).await?.success()?;
     let data = body_json(&reply)?;
     let table = data.get("replicasInfoTable").and_then(Value::as_object);
@@ -322,14 +293,14 @@ pub async fn elect_master(
     broker: &str,
     broker_id: i64,
 ) -> Result<Report, AdminError> {
-    let request = RemotingCommand::request(request::ELECT_MASTER)
+    let request = RemotingCommand::request(request::CONTROLLER_ELECT_MASTER)
         .with_ext("clusterName", cluster)
         .with_ext("brokerName", broker)
         .with_ext("brokerId", broker_id)
         .with_ext("designateElect", true)
         .with_ext("invokeTime", now_ms());
     let reply = ctl.call_leader(ctl.signed(request)).await?;
-    let stays = reply.response.code == response::MASTER_STILL_EXIST;
+    let stays = reply.response.code == response::CONTROLLER_MASTER_STILL_EXIST;
     let reply = if stays { reply } else { reply.success()? };
     let r = &reply.response;
     let master_addr = r.ext("masterAddress").unwrap_or("null");

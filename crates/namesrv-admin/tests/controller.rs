@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use namesrv_testkit::*;
+use rocketmq_wire::codes::request::CONTROLLER_GET_METADATA_INFO;
 use rocketmq_wire::RemotingCommand;
 
 const CLUSTER: &str = "CtlCluster";
@@ -35,7 +36,8 @@ async fn group(n: usize) -> (ControllerCluster, usize) {
             "every node names the leader",
             Duration::from_secs(10),
             || async {
-                let meta = request(addr, RemotingCommand::request(GET_METADATA_INFO)).await;
+                let meta =
+                    request(addr, RemotingCommand::request(CONTROLLER_GET_METADATA_INFO)).await;
                 meta.is_some_and(|m| m.ext("controllerLeaderAddress") == Some(leader_addr.as_str()))
             },
         )

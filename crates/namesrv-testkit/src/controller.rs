@@ -8,22 +8,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 use tempfile::TempDir;
 
 use crate::broker::{dv, Broker};
 use crate::server::{Launch, Server};
-
-pub const BROKER_HEARTBEAT: i32 = 904;
-pub const ALTER_SYNC_STATE_SET: i32 = 1001;
-pub const ELECT_MASTER: i32 = 1002;
-pub const REGISTER_BROKER_TO_CONTROLLER: i32 = 1003;
-pub const GET_REPLICA_INFO: i32 = 1004;
-pub const GET_METADATA_INFO: i32 = 1005;
-pub const GET_SYNC_STATE_DATA: i32 = 1006;
-pub const CLEAN_BROKER_DATA: i32 = 1011;
-pub const GET_NEXT_BROKER_ID: i32 = 1012;
-pub const APPLY_BROKER_ID: i32 = 1013;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -139,7 +129,11 @@ impl ControllerCluster {
                 if !self.is_running(i) {
                     continue;
                 }
-                if let Some(resp) = request(addr, RemotingCommand::request(GET_METADATA_INFO)).await
+                if let Some(resp) = request(
+                    addr,
+                    RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO),
+                )
+                .await
                 {
                     if resp.ext("isLeader") == Some("true") {
                         return Some(i);
@@ -161,7 +155,7 @@ pub async fn request(addr: &str, cmd: RemotingCommand) -> Option<RemotingCommand
     client.invoke(cmd, CALL_TIMEOUT).await.ok()
 }
 
-/// What GET_REPLICA_INFO says of a group.
+/// What CONTROLLER_GET_REPLICA_INFO says of a group.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicaInfo {
     pub master_id: Option<i64>,
@@ -243,7 +237,11 @@ impl ControllerBroker {
     pub async fn find_leader(&mut self, controllers: &[String]) -> Option<usize> {
         for i in 0..controllers.len() {
             let resp = self
-                .call(controllers, i, RemotingCommand::request(GET_METADATA_INFO))
+                .call(
+                    controllers,
+                    i,
+                    RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO),
+                )
                 .await;
             if let Some(leader) = resp.as_ref().and_then(|r| r.ext("controllerLeaderAddress")) {
                 if let Some(pos) = controllers.iter().position(|c| c == leader) {
@@ -261,7 +259,7 @@ impl ControllerBroker {
             let Some(client) = self.link(controllers, i).await else {
                 continue;
             };
-            let cmd = RemotingCommand::request(BROKER_HEARTBEAT)
+            let cmd = RemotingCommand::request(request::BROKER_HEARTBEAT)
                 .with_ext("clusterName", self.cluster)
                 .with_ext("brokerAddr", &self.addr)
                 .with_ext("brokerName", self.name)
@@ -286,7 +284,7 @@ impl ControllerBroker {
                 .call(
                     controllers,
                     leader,
-                    RemotingCommand::request(GET_NEXT_BROKER_ID)
+                    RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
                         .with_ext("clusterName", self.cluster)
                         .with_ext("brokerName", self.name),
                 )
@@ -296,7 +294,7 @@ impl ControllerBroker {
                 .call(
                     controllers,
                     leader,
-                    RemotingCommand::request(APPLY_BROKER_ID)
+                    RemotingCommand::request(request::CONTROLLER_APPLY_BROKER_ID)
                         .with_ext("clusterName", self.cluster)
                         .with_ext("brokerName", self.name)
                         .with_ext("appliedBrokerId", id)
@@ -312,7 +310,7 @@ impl ControllerBroker {
         self.call(
             controllers,
             leader,
-            RemotingCommand::request(REGISTER_BROKER_TO_CONTROLLER)
+            RemotingCommand::request(request::CONTROLLER_REGISTER_BROKER)
                 .with_ext("clusterName", self.cluster)
                 .with_ext("brokerName", self.name)
                 .with_ext("brokerId", self.id?)
@@ -324,7 +322,7 @@ impl ControllerBroker {
     /// 1002 for itself, as a broker that finds no master does.
     pub async fn elect_self(&mut self, controllers: &[String]) -> Option<RemotingCommand> {
         let leader = self.find_leader(controllers).await?;
-        let cmd = RemotingCommand::request(ELECT_MASTER)
+        let cmd = RemotingCommand::request(request::CONTROLLER_ELECT_MASTER)
             .with_ext("clusterName", self.cluster)
             .with_ext("brokerName", self.name)
             .with_ext("brokerId", self.id?)
@@ -340,7 +338,8 @@ impl ControllerBroker {
             .call(
                 controllers,
                 leader,
-                RemotingCommand::request(GET_REPLICA_INFO).with_ext("brokerName", self.name),
+                RemotingCommand::request(request::CONTROLLER_GET_REPLICA_INFO)
+                    .with_ext("brokerName", self.name),
             )
             .await?;
         if resp.code != 0 {
@@ -372,7 +371,7 @@ impl ControllerBroker {
             ids.join(","),
             info.sync_state_set_epoch
         );
-        let cmd = RemotingCommand::request(ALTER_SYNC_STATE_SET)
+        let cmd = RemotingCommand::request(request::CONTROLLER_ALTER_SYNC_STATE_SET)
             .with_ext("brokerName", self.name)
             .with_ext("masterBrokerId", self.id?)
             .with_ext("masterEpoch", info.master_epoch)

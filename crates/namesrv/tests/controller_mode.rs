@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use namesrv_testkit::{
-    request, ControllerBroker, ControllerCluster, Launch, ALTER_SYNC_STATE_SET, APPLY_BROKER_ID,
-    CLEAN_BROKER_DATA, ELECT_MASTER, GET_METADATA_INFO, GET_NEXT_BROKER_ID, GET_REPLICA_INFO,
-    GET_SYNC_STATE_DATA,
+use namesrv_testkit::{request, ControllerBroker, ControllerCluster, Launch};
+use rocketmq_wire::codes::request::{
+    CLEAN_BROKER_DATA, CONTROLLER_ALTER_SYNC_STATE_SET, CONTROLLER_APPLY_BROKER_ID,
+    CONTROLLER_ELECT_MASTER, CONTROLLER_GET_METADATA_INFO, CONTROLLER_GET_NEXT_BROKER_ID,
+    CONTROLLER_GET_REPLICA_INFO, CONTROLLER_GET_SYNC_STATE_DATA,
 };
 use rocketmq_wire::frame::RemotingCodec;
 use rocketmq_wire::RemotingCommand;
@@ -106,7 +107,7 @@ async fn brokers_get_ids_in_order_and_the_first_to_ask_becomes_master() {
     let leader = leader_of(&cluster).await;
     let data = request(
         &leader,
-        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+        RemotingCommand::request(CONTROLLER_GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
     )
     .await
     .unwrap();
@@ -189,7 +190,7 @@ async fn ids_and_epochs_survive_a_restart_of_the_node() {
     );
     let next = request(
         &leader,
-        RemotingCommand::request(GET_NEXT_BROKER_ID)
+        RemotingCommand::request(CONTROLLER_GET_NEXT_BROKER_ID)
             .with_ext("clusterName", "CtlCluster")
             .with_ext("brokerName", "grp"),
     )
@@ -209,7 +210,7 @@ async fn a_new_leader_takes_over_within_seconds_and_followers_send_brokers_to_it
     let follower = (first + 1) % 3;
     let refused = request(
         &cluster.controllers[follower],
-        RemotingCommand::request(GET_NEXT_BROKER_ID)
+        RemotingCommand::request(CONTROLLER_GET_NEXT_BROKER_ID)
             .with_ext("clusterName", "CtlCluster")
             .with_ext("brokerName", "grp"),
     )
@@ -221,7 +222,7 @@ async fn a_new_leader_takes_over_within_seconds_and_followers_send_brokers_to_it
     for _ in 0..50 {
         let m = request(
             &cluster.controllers[follower],
-            RemotingCommand::request(GET_METADATA_INFO),
+            RemotingCommand::request(CONTROLLER_GET_METADATA_INFO),
         )
         .await
         .unwrap();
@@ -275,15 +276,15 @@ async fn malformed_controller_requests_get_an_error_and_change_nothing() {
     a.elect_self(&cluster.controllers).await.unwrap();
     let before = a.replica_info(&cluster.controllers).await.unwrap();
     let hostile = [
-        RemotingCommand::request(ALTER_SYNC_STATE_SET)
+        RemotingCommand::request(CONTROLLER_ALTER_SYNC_STATE_SET)
             .with_ext("brokerName", "grp")
             .with_ext("masterBrokerId", 1)
             .with_ext("masterEpoch", 1)
             .with_body(&b"{\"syncStateSet\":"[..]),
-        RemotingCommand::request(ALTER_SYNC_STATE_SET),
-        RemotingCommand::request(ELECT_MASTER),
-        RemotingCommand::request(APPLY_BROKER_ID).with_ext("brokerName", "grp"),
-        RemotingCommand::request(APPLY_BROKER_ID)
+        RemotingCommand::request(CONTROLLER_ALTER_SYNC_STATE_SET),
+        RemotingCommand::request(CONTROLLER_ELECT_MASTER),
+        RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID).with_ext("brokerName", "grp"),
+        RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID)
             .with_ext("clusterName", "CtlCluster")
             .with_ext("brokerName", "grp")
             .with_ext("appliedBrokerId", 1)
@@ -291,7 +292,7 @@ async fn malformed_controller_requests_get_an_error_and_change_nothing() {
         RemotingCommand::request(CLEAN_BROKER_DATA)
             .with_ext("brokerName", "grp")
             .with_ext("brokerControllerIdsToClean", "1;x"),
-        RemotingCommand::request(GET_REPLICA_INFO),
+        RemotingCommand::request(CONTROLLER_GET_REPLICA_INFO),
         RemotingCommand::request(1190).with_body(&b"not json"[..]),
         RemotingCommand::request(1191).with_body(&b"{}"[..]),
         RemotingCommand::request(4242),
@@ -373,7 +374,7 @@ async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_a
     slave.heartbeat(&cluster.controllers).await;
     let data = request(
         &cluster.controllers[second],
-        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+        RemotingCommand::request(CONTROLLER_GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
     )
     .await
     .unwrap();
@@ -478,7 +479,7 @@ async fn a_broker_heard_only_by_followers_is_alive_on_the_leader() {
 async fn alive_on(addr: &str, broker_id: i64) -> bool {
     let data = request(
         addr,
-        RemotingCommand::request(GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
+        RemotingCommand::request(CONTROLLER_GET_SYNC_STATE_DATA).with_body(&b"[\"grp\"]"[..]),
     )
     .await
     .unwrap();
@@ -526,7 +527,7 @@ async fn a_node_whose_store_was_deleted_is_refilled_and_the_group_goes_on() {
         if let Some(i) = cluster.leader(Duration::from_secs(1)).await {
             let resp = request(
                 &cluster.controllers[i],
-                RemotingCommand::request(GET_NEXT_BROKER_ID)
+                RemotingCommand::request(CONTROLLER_GET_NEXT_BROKER_ID)
                     .with_ext("clusterName", "CtlCluster")
                     .with_ext("brokerName", "grp"),
             )

@@ -1,6 +1,6 @@
 //! Request, response and language codes of the RocketMQ remoting protocol.
 
-/// Request codes served by (or sent from) a NameServer.
+/// Request codes served by (or sent from) a NameServer or a controller.
 pub mod request {
     pub const PUT_KV_CONFIG: i32 = 100;
     pub const GET_KV_CONFIG: i32 = 101;
@@ -26,9 +26,24 @@ pub mod request {
     pub const GET_BROKER_MEMBER_GROUP: i32 = 901;
     pub const BROKER_HEARTBEAT: i32 = 904;
     pub const NOTIFY_MIN_BROKER_ID_CHANGE: i32 = 905;
+
+    // Served by a controller (RIP-44) on its own port; 904 above is also sent to it.
+    pub const CONTROLLER_ALTER_SYNC_STATE_SET: i32 = 1001;
+    pub const CONTROLLER_ELECT_MASTER: i32 = 1002;
+    pub const CONTROLLER_REGISTER_BROKER: i32 = 1003;
+    pub const CONTROLLER_GET_REPLICA_INFO: i32 = 1004;
+    pub const CONTROLLER_GET_METADATA_INFO: i32 = 1005;
+    pub const CONTROLLER_GET_SYNC_STATE_DATA: i32 = 1006;
+    /// Sent by a controller to brokers, oneway.
+    pub const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
+    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
+    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
+    pub const CLEAN_BROKER_DATA: i32 = 1011;
+    pub const CONTROLLER_GET_NEXT_BROKER_ID: i32 = 1012;
+    pub const CONTROLLER_APPLY_BROKER_ID: i32 = 1013;
 }
 
-/// Response codes a NameServer answers with.
+/// Response codes a NameServer or a controller answers with.
 pub mod response {
     pub const SUCCESS: i32 = 0;
     pub const SYSTEM_ERROR: i32 = 1;
@@ -38,6 +53,25 @@ pub mod response {
     pub const TOPIC_NOT_EXIST: i32 = 17;
     pub const QUERY_NOT_FOUND: i32 = 22;
     pub const GO_AWAY: i32 = 1500;
+
+    // A controller's refusals (RIP-44).
+    pub const CONTROLLER_FENCED_MASTER_EPOCH: i32 = 2000;
+    pub const CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
+    pub const CONTROLLER_INVALID_MASTER: i32 = 2002;
+    pub const CONTROLLER_INVALID_REPLICAS: i32 = 2003;
+    pub const CONTROLLER_MASTER_NOT_AVAILABLE: i32 = 2004;
+    pub const CONTROLLER_INVALID_REQUEST: i32 = 2005;
+    pub const CONTROLLER_BROKER_NOT_ALIVE: i32 = 2006;
+    pub const CONTROLLER_NOT_LEADER: i32 = 2007;
+    pub const CONTROLLER_BROKER_METADATA_NOT_EXIST: i32 = 2008;
+    pub const CONTROLLER_INVALID_CLEAN_BROKER_METADATA: i32 = 2009;
+    pub const CONTROLLER_BROKER_NEED_TO_BE_REGISTERED: i32 = 2010;
+    pub const CONTROLLER_MASTER_STILL_EXIST: i32 = 2011;
+    pub const CONTROLLER_ELECT_MASTER_FAILED: i32 = 2012;
+    pub const CONTROLLER_ALTER_SYNC_STATE_SET_FAILED: i32 = 2013;
+    pub const CONTROLLER_BROKER_ID_INVALID: i32 = 2014;
+    pub const CONTROLLER_JRAFT_INTERNAL_ERROR: i32 = 2015;
+    pub const CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS: i32 = 2016;
 }
 
 /// `MQVersion.Version` ordinals that change behaviour.

@@ -8,7 +8,9 @@
 //! applies the log reaches the same answer.
 
 mod bodies;
-pub mod code;
+/// The response codes the state machine answers with: Java's `ResponseCode` numbers, so brokers
+/// and mqadmin read them as they read the Java controller's.
+pub use rocketmq_wire::codes::response as code;
 mod elect;
 #[cfg(test)]
 mod tests;
