@@ -348,11 +348,11 @@ async fn serve_frames<R, W>(
                         Some(Ok(Frame::Small(request))) => conn.accept(request).await,
                         Some(Ok(Frame::Large(payload, permit))) => {
                             // Decoding and serving megabytes would stall this async worker's
-                            // other connections: both happen on one blocking thread, in one
-                            // hop, while this connection's reader waits (a broker sends one
+                            // other connections: both happen off the reactor, in one hop,
+                            // while this connection's reader waits (a broker sends one
                             // registration at a time).
                             let (state, origin) = (state.clone(), conn.origin);
-                            let served = tokio::task::spawn_blocking(move || {
+                            let served = off_the_reactor(move || {
                                 let request = decode_payload(payload)?;
                                 let response = if request.is_response() {
                                     None
@@ -483,4 +483,17 @@ impl Connection<'_> {
             }
         });
     }
+}
+
+/// Runs `work` where it may block: on this very thread when the runtime has other workers to
+/// take over its tasks (no thread to wake first, so a registration starts at once even while
+/// every core serves routes), else on the blocking pool.
+async fn off_the_reactor<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        return Ok(tokio::task::block_in_place(work));
+    }
+    tokio::task::spawn_blocking(work).await
 }

@@ -15,15 +15,15 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::persist::{remove_stale_temps, write_atomically};
-use crate::registry::{BrokerAddrKey, BrokerLive, Registry, TopicQueues};
+use crate::registry::{BrokerAddrKey, BrokerLive, Registry, TopicQueues, TopicSnapshot};
 use crate::state::{now_ms, State};
 
 /// Changes are written at most this often.
 const DEBOUNCE: Duration = Duration::from_secs(1);
 /// Heartbeats move deadlines without changing routes; they are saved this often.
 const REFRESH: Duration = Duration::from_secs(30);
-/// Encoding holds the registry's read lock (registrations wait): a large registry is saved
-/// at most once per this many times its last encoding took.
+/// Copying the registry holds its read lock (registrations wait): a large registry is saved
+/// at most once per this many times its last copy took.
 const MAX_DUTY: u32 = 20;
 /// Restored brokers have no connection yet; this id never names a real one.
 const NO_CONNECTION: u64 = 0;
@@ -33,30 +33,68 @@ fn write_key(w: &mut JsonWriter, key: &BrokerAddrKey) {
     w.key("addr").string(&key.addr);
 }
 
-pub fn encode(r: &Registry) -> Vec<u8> {
+/// What a snapshot holds, taken out of the registry while it is held (registrations wait):
+/// the topic table, by far the largest part, as a copy-on-write view that costs no copy.
+struct Captured {
+    groups: Vec<BrokerData>,
+    clusters: Vec<(String, Vec<String>)>,
+    topics: TopicSnapshot,
+    live: Vec<(BrokerAddrKey, BrokerLive)>,
+    filter_servers: Vec<(BrokerAddrKey, Vec<String>)>,
+    mappings: Vec<(String, Vec<TopicQueueMappingInfo>)>,
+}
+
+fn capture(r: &Registry) -> Captured {
+    Captured {
+        groups: r.groups().cloned().collect(),
+        clusters: r
+            .clusters()
+            .map(|(c, names)| (c.to_string(), names.iter().cloned().collect()))
+            .collect(),
+        topics: r.topic_snapshot(),
+        live: r
+            .live_entries()
+            .map(|(k, l)| (k.clone(), l.clone()))
+            .collect(),
+        filter_servers: r
+            .filter_servers()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect(),
+        mappings: r
+            .mappings()
+            .map(|(t, infos)| (t.to_string(), infos.values().cloned().collect()))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+fn encode(r: &Registry) -> Vec<u8> {
+    write(&capture(r))
+}
+
+fn write(c: &Captured) -> Vec<u8> {
+    // Topics grouped by identical queues: most topics of a cluster share their brokers and
+    // queue counts, so the snapshot follows distinct routes rather than topics × brokers.
+    let mut routes: HashMap<&TopicQueues, Vec<&str>> = HashMap::new();
+    for (topic, queues) in c.topics.iter() {
+        routes.entry(queues).or_default().push(topic);
+    }
     let mut w = JsonWriter::with_capacity(JsonStyle::Standard, 4096);
     w.object(|w| {
         w.key("savedAt").int(now_ms());
         w.key("brokers").array(|w| {
-            for bd in r.groups() {
+            for bd in &c.groups {
                 bd.write(w);
             }
         });
         w.key("clusters").object(|w| {
-            for (cluster, names) in r.clusters() {
+            for (cluster, names) in &c.clusters {
                 w.key(cluster)
                     .string_array(names.iter().map(String::as_str));
             }
         });
-        // Topics grouped by identical queues: most topics of a cluster share their brokers
-        // and queue counts, so the snapshot (and the time the registry is held to write it)
-        // follows distinct routes rather than topics × brokers.
-        let mut groups: HashMap<&TopicQueues, Vec<&str>> = HashMap::new();
-        for (topic, queues) in r.topic_queues() {
-            groups.entry(queues).or_default().push(topic);
-        }
         w.key("routes").array(|w| {
-            for (queues, topics) in &groups {
+            for (queues, topics) in &routes {
                 w.object(|w| {
                     w.key("queueDatas").array(|w| {
                         for (name, q) in queues.iter() {
@@ -68,7 +106,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("live").array(|w| {
-            for (key, live) in r.live_entries() {
+            for (key, live) in &c.live {
                 w.object(|w| {
                     write_key(w, key);
                     w.key("lastUpdate").int(live.last_update_ms);
@@ -81,7 +119,7 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("filterServers").array(|w| {
-            for (key, servers) in r.filter_servers() {
+            for (key, servers) in &c.filter_servers {
                 w.object(|w| {
                     write_key(w, key);
                     w.key("servers")
@@ -90,9 +128,9 @@ pub fn encode(r: &Registry) -> Vec<u8> {
             }
         });
         w.key("mappings").object(|w| {
-            for (topic, infos) in r.mappings() {
+            for (topic, infos) in &c.mappings {
                 w.key(topic).array(|w| {
-                    for info in infos.values() {
+                    for info in infos {
                         info.write(w);
                     }
                 });
@@ -239,8 +277,10 @@ pub fn load(path: &Path) -> Registry {
 /// Saves the snapshot; returns how long the registry was held for encoding.
 fn save(state: &State, path: &Path) -> Duration {
     let started = std::time::Instant::now();
-    let bytes = state.routes.read(encode);
+    let captured = state.routes.read(capture);
     let held = started.elapsed();
+    let bytes = write(&captured);
+    drop(captured);
     let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");

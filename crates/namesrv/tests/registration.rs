@@ -646,3 +646,53 @@ async fn cluster_info_follows_every_change() {
     )
     .await;
 }
+
+/// A changed table is read as its difference from the broker's previous one; an admin change
+/// to the group in between makes the next registration apply its whole table again, as Java's
+/// does.
+#[tokio::test]
+async fn changed_tables_apply_like_whole_ones_also_after_an_admin_change() {
+    let server = MQNAMESRV.start();
+    let client = server.client().await;
+    let master = Broker::new("c", "broker-a", 0, MASTER);
+    let names: Vec<String> = (0..300).map(|i| format!("Topic-{i:03}")).collect();
+    let mut table: Vec<(&str, i32)> = names.iter().map(|t| (t.as_str(), 6)).collect();
+    assert_eq!(master.register(&client, &table, 1).await.code, 0);
+
+    // One topic's permission changed, one topic added, one dropped from the table.
+    table[100].1 = 2;
+    table.insert(150, ("Topic-new", 6));
+    table.remove(250);
+    assert_eq!(master.register(&client, &table, 2).await.code, 0);
+    let perm = |r: Option<TopicRouteData>| r.map(|r| r.queue_datas[0].perm);
+    assert_eq!(perm(route(&client, "Topic-100").await), Some(2));
+    assert_eq!(perm(route(&client, "Topic-new").await), Some(6));
+    assert_eq!(perm(route(&client, "Topic-101").await), Some(6));
+    assert_eq!(
+        perm(route(&client, "Topic-249").await),
+        Some(6),
+        "a topic a broker stops listing keeps its route"
+    );
+
+    let wipe = call(
+        &client,
+        RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER)
+            .with_ext("brokerName", "broker-a"),
+    )
+    .await;
+    assert_eq!(wipe.ext("wipeTopicCount"), Some("301"));
+    table[10].1 = 7;
+    assert_eq!(master.register(&client, &table, 3).await.code, 0);
+    for (topic, want) in [
+        ("Topic-010", 7),
+        ("Topic-011", 6),
+        ("Topic-299", 6),
+        ("Topic-100", 2),
+    ] {
+        assert_eq!(
+            perm(route(&client, topic).await),
+            Some(want),
+            "{topic}: a new version after the wipe restores every listed topic"
+        );
+    }
+}

@@ -1,7 +1,12 @@
 //! REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT,
 //! GET_BROKER_MEMBER_GROUP: what brokers send.
 
-use rocketmq_wire::body::{BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody};
+use std::sync::Arc;
+
+use rocketmq_wire::body::{
+    BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody, TableIndex, TableRead,
+};
+use rocketmq_wire::codes::version;
 use rocketmq_wire::headers::{
     BrokerHeartbeatHeader, GetBrokerMemberGroupHeader, QueryDataVersionHeader,
     QueryDataVersionResponseHeader, RegisterBrokerHeader, RegisterBrokerResponseHeader,
@@ -15,7 +20,8 @@ use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
 use crate::registry::{
-    Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, Unregistration,
+    Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
+    Unregistration,
 };
 use crate::state::{now_ms, State};
 
@@ -58,31 +64,60 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         return Ok(registered(state, r, outcome, return_order_conf));
     }
     let compressed = header.compressed;
-    let gate = compressed.then(|| state.inflate_gate.lock());
-    let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
-    drop(gate);
-    // Only large tables are worth a trim (a failed inflation may have been one): ordinary
-    // re-registrations reuse the memory the previous one freed. Dropped after the body, which
-    // the registry consumes.
-    let large = match &body {
-        Ok(b) => {
-            r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK)
-                || b.wrapper.topic_configs.len() > LARGE_TABLE
+    let headers = headers_fingerprint(r);
+    // A JSON table is read as its difference from the broker's previous one, which it may be
+    // unless a registration is the whole truth about the group's topics.
+    let by_difference =
+        !compressed && r.version >= version::V3_0_11 && !policy.delete_unlisted_topics;
+    let mut base = by_difference
+        .then(|| state.routes.table_base(&from, headers))
+        .flatten();
+    let (outcome, notice) = loop {
+        let read = read_body(
+            state,
+            r,
+            compressed,
+            max_inflated,
+            by_difference,
+            base.take(),
+        );
+        // Only large tables are worth a trim (a failed inflation may have been one): ordinary
+        // re-registrations reuse the memory the previous one freed. Dropped after the body,
+        // which the registry consumes.
+        let large = match &read {
+            Ok(read) => {
+                (read.changes_since.is_none()
+                    && r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
+                    || read.body.wrapper.topic_configs.len() > LARGE_TABLE
+            }
+            Err(_) => compressed,
+        };
+        let _trim = large.then_some(ReleaseOnDrop);
+        let read = read?;
+        let registration = Registration {
+            from: Registrant {
+                cluster: from.cluster.clone(),
+                broker_addr: from.broker_addr.clone(),
+                broker_name: from.broker_name.clone(),
+                ..from
+            },
+            ha_server_addr: header.ha_server_addr.unwrap_or_default().to_string(),
+            zone_name: header.zone_name.map(String::from),
+            timeout_ms: header.heartbeat_timeout_millis,
+            enable_acting_master: header.enable_acting_master,
+            body: read.body,
+            version: r.version,
+            listed: read.listed,
+            changes_since: read.changes_since,
+            headers,
+            table: read.table,
+        };
+        // Refused only when read as a difference from a table that is no longer the
+        // broker's last: the second reading is whole.
+        if let Some(applied) = state.routes.register(registration, policy, fingerprint) {
+            break applied;
         }
-        Err(_) => compressed,
     };
-    let _trim = large.then_some(ReleaseOnDrop);
-    let body = body?;
-    let registration = Registration {
-        from,
-        ha_server_addr: header.ha_server_addr.unwrap_or_default().to_string(),
-        zone_name: header.zone_name.map(String::from),
-        timeout_ms: header.heartbeat_timeout_millis,
-        enable_acting_master: header.enable_acting_master,
-        body,
-        version: r.version,
-    };
-    let (outcome, notice) = state.routes.register(registration, policy, fingerprint);
     if matches!(outcome, RegisterOutcome::Registered { .. }) {
         state.admission.broker_host(origin.peer);
     }
@@ -91,6 +126,47 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         notify::min_broker_id_changed(notice);
     }
     Ok(registered(state, r, outcome, return_order_conf))
+}
+
+/// A register body as the registry takes it.
+struct ReadBody {
+    body: RegisterBrokerBody,
+    listed: usize,
+    changes_since: Option<TableBase>,
+    table: Option<Arc<TableIndex>>,
+}
+
+/// Reads a register body: as a difference from `base` when it is given and the body is in the
+/// shape brokers write, else whole.
+fn read_body(
+    state: &State,
+    r: &RemotingCommand,
+    compressed: bool,
+    max_inflated: usize,
+    by_difference: bool,
+    base: Option<TableBase>,
+) -> Result<ReadBody, Failure> {
+    if let (true, Some(body)) = (by_difference, r.body.as_deref()) {
+        if let Some(read) = TableRead::read(body, base.as_ref().map(|b| &*b.table)) {
+            let read = read?;
+            return Ok(ReadBody {
+                changes_since: base.filter(|_| read.partial),
+                listed: read.listed,
+                table: read.index.map(Arc::new),
+                body: read.body,
+            });
+        }
+    }
+    let gate = compressed.then(|| state.inflate_gate.lock());
+    let body = RegisterBrokerBody::decode(r.body.as_deref(), r.version, compressed, max_inflated);
+    drop(gate);
+    let body = body?;
+    Ok(ReadBody {
+        listed: body.wrapper.topic_configs.len(),
+        body,
+        changes_since: None,
+        table: None,
+    })
 }
 
 /// What identifies a registration: its protocol version, every header field and the body.
@@ -108,6 +184,22 @@ fn fingerprint(r: &RemotingCommand) -> Fingerprint {
     match r.body.as_deref() {
         Some(body) => field(body),
         None => h.update(b"no body"),
+    }
+    h.digest128()
+}
+
+/// What identifies how a registration's body is to be applied: its protocol version and every
+/// header field but the body's checksum.
+fn headers_fingerprint(r: &RemotingCommand) -> Fingerprint {
+    let mut h = Xxh3::new();
+    h.update(&r.version.to_le_bytes());
+    for (k, v) in r.ext_fields.iter().flatten() {
+        if k != "bodyCrc32" {
+            for bytes in [k.as_bytes(), v.as_bytes()] {
+                h.update(&(bytes.len() as u64).to_le_bytes());
+                h.update(bytes);
+            }
+        }
     }
     h.digest128()
 }

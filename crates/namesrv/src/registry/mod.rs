@@ -16,6 +16,7 @@ mod queues;
 #[cfg(test)]
 mod rules;
 mod tables;
+mod topic_table;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,8 +33,9 @@ use crate::events::EventLog;
 pub use queues::TopicQueues;
 pub use tables::{
     BrokerAddrKey, BrokerLive, Changes, ConnId, Fingerprint, MinIdNotice, RegisterOutcome,
-    RegisterPolicy, Registrant, Registration, Registry, Unregistration, PERM_WRITE,
+    RegisterPolicy, Registrant, Registration, Registry, TableBase, Unregistration, PERM_WRITE,
 };
+pub use topic_table::TopicSnapshot;
 
 /// What a route depends on besides the registry.
 pub struct RouteExtras {
@@ -150,16 +152,24 @@ impl RouteTable {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Registers a broker, remembering the registration's fingerprint for `repeat`. Which
+    /// Registers a broker, remembering the registration for `repeat` and `table_base`. Which
     /// queues change is worked out while route lookups go on; only applying them takes the
-    /// write lock.
+    /// write lock. `None` when the registration holds only changes from a table that is no
+    /// longer the broker's last (another registration or a change to its group came first):
+    /// its body must be read whole.
     pub fn register(
         &self,
         reg: Registration,
         policy: RegisterPolicy,
         fingerprint: Fingerprint,
-    ) -> (RegisterOutcome, Option<MinIdNotice>) {
+    ) -> Option<(RegisterOutcome, Option<MinIdNotice>)> {
         let registry = self.registry.upgradable_read();
+        if let Some(base) = &reg.changes_since {
+            // Checked under the same lock that applies it: nothing can come in between.
+            if policy.delete_unlisted_topics || !registry.base_is_current(&reg.from, base) {
+                return None;
+            }
+        }
         let plan = registry.plan(&reg, policy);
         let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
         let from = Registrant {
@@ -168,12 +178,18 @@ impl RouteTable {
             broker_name: reg.from.broker_name.clone(),
             ..reg.from
         };
+        let (headers, table) = (reg.headers, reg.table.clone());
         let (outcome, notice) = registry.register(reg, plan, policy);
         if matches!(outcome, RegisterOutcome::Registered { .. }) {
-            registry.remember(&from, fingerprint);
+            registry.remember(&from, fingerprint, headers, table);
         }
         self.settle(&mut registry);
-        (outcome, notice)
+        Some((outcome, notice))
+    }
+
+    /// What a broker's next registration with these headers may be read against.
+    pub fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
+        self.read(|r| r.table_base(reg, headers))
     }
 
     /// Applies a registration that repeats the broker's previous one while its group is as that

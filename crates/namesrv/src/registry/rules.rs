@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
+use rocketmq_wire::body::{
+    DataVersion, RegisterBrokerBody, TableIndex, TopicConfig, TopicConfigWrapper,
+};
 
 use super::*;
 
@@ -96,6 +98,10 @@ impl Reg {
                 filter_server_list: self.filter_servers.clone(),
             },
             version: 479,
+            listed: self.topics.len(),
+            changes_since: None,
+            headers: 0,
+            table: None,
         }
     }
 }
@@ -353,7 +359,7 @@ fn a_repeated_registration_stays_cheap_while_others_change_the_cluster() {
     let a = reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]);
     let from = |reg: &Reg| reg.build().from;
     apply(&mut r, &a, policy);
-    r.remember(&from(&a), 42);
+    r.remember(&from(&a), 42, 0, None);
     assert!(r.repeat(&from(&a), 42).is_some());
     assert!(r.repeat(&from(&a), 43).is_none(), "another fingerprint");
 
@@ -526,75 +532,135 @@ fn style(standard: bool) -> JsonStyle {
     }
 }
 
+/// The topics of each broker's last applied registration, by (cluster, address), to register
+/// the next one as its difference, as the handler does with a table's index.
+type Applied = std::collections::HashMap<(usize, usize), Vec<(&'static str, i32, i32)>>;
+
+fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mut Applied>) {
+    match *step {
+        Step::Register {
+            cluster,
+            group,
+            id,
+            addr,
+            ref topics,
+            counter,
+            conn,
+        } => {
+            let mut seen = BTreeSet::new();
+            let topics: Vec<(&'static str, i32, i32)> = topics
+                .iter()
+                .filter(|(t, _)| seen.insert(*t))
+                .map(|(t, q)| (TOPICS[*t], *q, 6))
+                .collect();
+            let build = || {
+                let mut r = reg(GROUPS[group], id, ADDRS[addr], &[])
+                    .cluster(CLUSTERS[cluster])
+                    .version(counter)
+                    .build();
+                r.body.wrapper.topic_configs = topics
+                    .iter()
+                    .map(|(t, q, p)| TopicConfig::new(t, *q, *p))
+                    .collect();
+                r.listed = topics.len();
+                r.from.conn = conn;
+                r.from.now_ms = *now;
+                r.timeout_ms = Some(10_000);
+                r.headers = (cluster * 1000 + group * 100 + addr * 10) as u128 + id as u128;
+                r
+            };
+            let Some(applied) = applied else {
+                table.register(build(), RegisterPolicy::default(), 0);
+                return;
+            };
+            let mut registration = build();
+            registration.table = Some(Arc::new(TableIndex::default()));
+            let base = table.table_base(&registration.from, registration.headers);
+            if let (Some(base), Some(last)) = (base, applied.get(&(cluster, addr))) {
+                registration.body.wrapper.topic_configs.retain(|tc| {
+                    let t = tc.topic_name.as_deref().unwrap_or_default();
+                    !last.contains(&(t, tc.read_queue_nums, tc.perm))
+                });
+                registration.changes_since = Some(base);
+            }
+            let outcome = match table.register(registration, RegisterPolicy::default(), 0) {
+                Some((outcome, _)) => outcome,
+                None => {
+                    // Refused as a difference: registered whole, as the handler does.
+                    let mut again = build();
+                    again.table = Some(Arc::new(TableIndex::default()));
+                    let applied = table.register(again, RegisterPolicy::default(), 0);
+                    applied.expect("a whole registration is applied").0
+                }
+            };
+            if matches!(outcome, RegisterOutcome::Registered { .. }) {
+                applied.insert((cluster, addr), topics);
+            }
+        }
+        Step::Unregister {
+            cluster,
+            group,
+            id,
+            addr,
+        } => {
+            table.change(|r| {
+                r.unregister(
+                    &[Unregistration {
+                        cluster: CLUSTERS[cluster].into(),
+                        broker_addr: ADDRS[addr].into(),
+                        broker_name: GROUPS[group].into(),
+                        broker_id: id,
+                    }],
+                    false,
+                )
+            });
+        }
+        Step::Close(conn) => {
+            table.change(|r| {
+                let keys = r.registered_on(conn);
+                let leaving = r.departures(&keys);
+                r.unregister(&leaving, false)
+            });
+        }
+        Step::Expire(advance) => {
+            *now += advance;
+            let now = *now;
+            table.change(|r| {
+                let keys: Vec<BrokerAddrKey> = r.expired(now).into_iter().map(|(k, _)| k).collect();
+                let leaving = r.departures(&keys);
+                r.unregister(&leaving, false)
+            });
+        }
+        Step::DeleteTopic(t) => {
+            table.change(|r| r.delete_topic(TOPICS[t], None));
+        }
+        Step::WritePerm(g, wipe) => {
+            table.change(|r| r.change_write_perm(GROUPS[g], wipe));
+        }
+        Step::RegisterTopic(t, g, q) => {
+            let qd = rocketmq_wire::body::QueueData {
+                broker_name: GROUPS[g].into(),
+                read_queue_nums: q,
+                write_queue_nums: q,
+                perm: 6,
+                topic_sys_flag: 0,
+            };
+            table.change(|r| r.register_topic(TOPICS[t], &[qd]));
+        }
+        Step::Extras => table.invalidate(),
+        Step::Read(t, standard) => {
+            table.route_body(TOPICS[t], style(standard), extras);
+        }
+    }
+}
+
 proptest! {
     #[test]
     fn every_cached_body_is_fresh_and_every_routable_broker_alive(steps in prop::collection::vec(step(), 1..60)) {
         let table = RouteTable::default();
         let mut now = 0i64;
         for step in steps {
-            match step {
-                Step::Register { cluster, group, id, addr, topics, counter, conn } => {
-                    let mut seen = BTreeSet::new();
-                    let topics: Vec<(&'static str, i32, i32)> = topics
-                        .into_iter()
-                        .filter(|(t, _)| seen.insert(*t))
-                        .map(|(t, q)| (TOPICS[t], q, 6))
-                        .collect();
-                    let mut registration = reg(GROUPS[group], id, ADDRS[addr], &[])
-                        .cluster(CLUSTERS[cluster])
-                        .version(counter)
-                        .build();
-                    registration.body.wrapper.topic_configs =
-                        topics.iter().map(|(t, q, p)| TopicConfig::new(t, *q, *p)).collect();
-                    registration.from.conn = conn;
-                    registration.from.now_ms = now;
-                    registration.timeout_ms = Some(10_000);
-                    table.register(registration, RegisterPolicy::default(), 0);
-                }
-                Step::Unregister { cluster, group, id, addr } => {
-                    table.change(|r| r.unregister(&[Unregistration {
-                        cluster: CLUSTERS[cluster].into(),
-                        broker_addr: ADDRS[addr].into(),
-                        broker_name: GROUPS[group].into(),
-                        broker_id: id,
-                    }], false));
-                }
-                Step::Close(conn) => {
-                    table.change(|r| {
-                        let keys = r.registered_on(conn);
-                        let leaving = r.departures(&keys);
-                        r.unregister(&leaving, false)
-                    });
-                }
-                Step::Expire(advance) => {
-                    now += advance;
-                    table.change(|r| {
-                        let keys: Vec<BrokerAddrKey> = r.expired(now).into_iter().map(|(k, _)| k).collect();
-                        let leaving = r.departures(&keys);
-                        r.unregister(&leaving, false)
-                    });
-                }
-                Step::DeleteTopic(t) => {
-                    table.change(|r| r.delete_topic(TOPICS[t], None));
-                }
-                Step::WritePerm(g, wipe) => {
-                    table.change(|r| r.change_write_perm(GROUPS[g], wipe));
-                }
-                Step::RegisterTopic(t, g, q) => {
-                    let qd = rocketmq_wire::body::QueueData {
-                        broker_name: GROUPS[g].into(),
-                        read_queue_nums: q,
-                        write_queue_nums: q,
-                        perm: 6,
-                        topic_sys_flag: 0,
-                    };
-                    table.change(|r| r.register_topic(TOPICS[t], &[qd]));
-                }
-                Step::Extras => table.invalidate(),
-                Step::Read(t, standard) => {
-                    table.route_body(TOPICS[t], style(standard), extras);
-                }
-            }
+            take_step(&table, &step, &mut now, None);
             let alive = table.read(Registry::members_are_alive);
             prop_assert!(alive.is_ok(), "{:?}", alive);
             for topic in TOPICS {
@@ -604,6 +670,28 @@ proptest! {
                     prop_assert_eq!(cached.as_deref(), fresh.as_deref(), "{} after {:?}", topic, standard);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn registrations_applied_as_differences_leave_the_routes_of_whole_ones(steps in prop::collection::vec(step(), 1..80)) {
+        let (whole, by_difference) = (RouteTable::default(), RouteTable::default());
+        let (mut now_whole, mut now_diff) = (0i64, 0i64);
+        let mut applied = Applied::new();
+        for step in steps {
+            take_step(&whole, &step, &mut now_whole, None);
+            take_step(&by_difference, &step, &mut now_diff, Some(&mut applied));
+            for topic in TOPICS {
+                prop_assert_eq!(
+                    whole.route(topic, extras()),
+                    by_difference.route(topic, extras()),
+                    "{} after {:?}", topic, step
+                );
+            }
+            prop_assert_eq!(
+                whole.read(|r| r.cluster_info()),
+                by_difference.read(|r| r.cluster_info())
+            );
         }
     }
 }

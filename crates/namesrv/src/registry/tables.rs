@@ -10,11 +10,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use rocketmq_wire::body::{
-    BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody, TopicConfig,
+    BrokerData, ClusterInfo, DataVersion, QueueData, RegisterBrokerBody, TableIndex, TopicConfig,
     TopicQueueMappingInfo, TopicRouteData,
 };
 
 use super::queues::{Queues, TopicQueues};
+use super::topic_table::{TopicSnapshot, TopicTable};
 use crate::events::{version_name, Event, EventKind, TopicTally};
 
 /// Identifies one accepted connection for the lifetime of the process.
@@ -41,12 +42,33 @@ pub struct BrokerLive {
     pub ha_server_addr: String,
     /// The broker's protocol version (`MQVersion` ordinal) at its last registration.
     pub version: i32,
-    /// The fingerprint of its last full registration and its group's epoch right after it.
-    pub last_registration: Option<(Fingerprint, u64)>,
+    /// What its last full registration left to compare the next one with.
+    pub last_registration: Option<LastRegistration>,
 }
 
 /// Identifies a registration's content (headers and body).
 pub type Fingerprint = u128;
+
+/// A broker's last applied registration, as far as its next one is compared with it.
+#[derive(Clone, Debug)]
+pub struct LastRegistration {
+    /// Of the whole registration.
+    pub fingerprint: Fingerprint,
+    /// Of its headers but the body's checksum.
+    pub headers: Fingerprint,
+    /// The group's epoch right after it.
+    pub epoch: u64,
+    /// Its topic table's index, when it was read as JSON.
+    pub table: Option<Arc<TableIndex>>,
+}
+
+/// What the next registration of a broker may be read against: its previous topic table,
+/// valid while the group is at `epoch`.
+#[derive(Clone, Debug)]
+pub struct TableBase {
+    pub table: Arc<TableIndex>,
+    pub epoch: u64,
+}
 
 /// Who sends a registration, on which connection and when.
 pub struct Registrant {
@@ -67,6 +89,15 @@ pub struct Registration {
     pub enable_acting_master: Option<bool>,
     pub body: RegisterBrokerBody,
     pub version: i32,
+    /// Topic configs the body lists: all of `body`'s, or more when it holds only changes.
+    pub listed: usize,
+    /// Set when `body` holds only the entries that differ from this table, which the broker
+    /// registered last: the entries left out are applied already while the group is at its
+    /// epoch.
+    pub changes_since: Option<TableBase>,
+    /// The body's headers (but the checksum), and its table's index, to remember.
+    pub headers: Fingerprint,
+    pub table: Option<Arc<TableIndex>>,
 }
 
 /// Config switches that change how a registration is applied.
@@ -127,8 +158,8 @@ impl Changes {
 
 #[derive(Default)]
 pub struct Registry {
-    /// The largest table, looked up once per topic of every registration: a fast keyed hash.
-    topics: foldhash::HashMap<String, TopicQueues>,
+    /// The largest table, looked up once per topic of every registration.
+    topics: TopicTable,
     brokers: HashMap<String, BrokerData>,
     clusters: HashMap<String, BTreeSet<String>>,
     live: HashMap<BrokerAddrKey, BrokerLive>,
@@ -206,11 +237,16 @@ impl Registry {
     }
 
     pub fn topic_names(&self) -> impl Iterator<Item = &str> {
-        self.topics.keys().map(String::as_str)
+        self.topics.iter().map(|(t, _)| t.as_str())
     }
 
     pub fn topic_queues(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
         self.topics.iter().map(|(t, q)| (t.as_str(), q))
+    }
+
+    /// The topic table as it is now, to read without holding the registry.
+    pub fn topic_snapshot(&self) -> TopicSnapshot {
+        self.topics.snapshot()
     }
 
     pub fn group(&self, broker_name: &str) -> Option<&BrokerData> {
@@ -513,7 +549,7 @@ impl Registry {
             .brokers
             .get(&reg.from.broker_name)
             .is_some_and(|bd| bd.broker_addrs.contains_key(&reg.from.broker_id));
-        !id_known && reg.body.wrapper.topic_configs.len() == 1
+        !id_known && reg.listed == 1
     }
 
     /// Joins the cluster and the group under the registration's id, unless a member with a
@@ -612,8 +648,9 @@ impl Registry {
 
     fn refresh_live(&mut self, reg: &Registration) {
         let last_registration = self
-            .live(&reg.from.cluster, &reg.from.broker_addr)
-            .and_then(|l| l.last_registration);
+            .live
+            .get_mut(&key(&reg.from.cluster, &reg.from.broker_addr))
+            .and_then(|l| l.last_registration.take());
         self.live.insert(
             key(&reg.from.cluster, &reg.from.broker_addr),
             BrokerLive {
@@ -690,6 +727,43 @@ impl Registry {
         reg: &Registrant,
         fingerprint: Fingerprint,
     ) -> Option<RegisterOutcome> {
+        let last = self.last_registration(reg)?;
+        if last.fingerprint != fingerprint {
+            return None;
+        }
+        let live = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr))?;
+        live.last_update_ms = reg.now_ms;
+        live.conn = reg.conn;
+        Some(self.registered(&reg.cluster, &reg.broker_name, reg.broker_id))
+    }
+
+    /// The table a registration with these headers may be read against: the broker's last
+    /// one, while the broker holds its id and its group is as that registration left it.
+    pub fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
+        let last = self.last_registration(reg)?;
+        if last.headers != headers {
+            return None;
+        }
+        Some(TableBase {
+            table: last.table.clone()?,
+            epoch: last.epoch,
+        })
+    }
+
+    /// Whether `base` is still what [`Registry::table_base`] gives.
+    pub fn base_is_current(&self, reg: &Registrant, base: &TableBase) -> bool {
+        self.last_registration(reg).is_some_and(|last| {
+            last.epoch == base.epoch
+                && last
+                    .table
+                    .as_ref()
+                    .is_some_and(|t| Arc::ptr_eq(t, &base.table))
+        })
+    }
+
+    /// The broker's last registration while it is still in force: the broker holds its id in
+    /// its group and cluster, and nothing has changed the group since.
+    fn last_registration(&self, reg: &Registrant) -> Option<&LastRegistration> {
         let group = self.brokers.get(&reg.broker_name)?;
         if group.broker_addrs.get(&reg.broker_id) != Some(&reg.broker_addr)
             || !self
@@ -700,20 +774,28 @@ impl Registry {
             return None;
         }
         let epoch = self.group_epoch(&reg.broker_name);
-        let live = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr))?;
-        if live.last_registration != Some((fingerprint, epoch)) {
-            return None;
-        }
-        live.last_update_ms = reg.now_ms;
-        live.conn = reg.conn;
-        Some(self.registered(&reg.cluster, &reg.broker_name, reg.broker_id))
+        let live = self.live.get(&key(&reg.cluster, &reg.broker_addr))?;
+        live.last_registration
+            .as_ref()
+            .filter(|last| last.epoch == epoch)
     }
 
-    /// Remembers a full registration's fingerprint with the group epoch it left.
-    pub fn remember(&mut self, reg: &Registrant, fingerprint: Fingerprint) {
+    /// Remembers a full registration with the group epoch it left.
+    pub fn remember(
+        &mut self,
+        reg: &Registrant,
+        fingerprint: Fingerprint,
+        headers: Fingerprint,
+        table: Option<Arc<TableIndex>>,
+    ) {
         let epoch = self.group_epoch(&reg.broker_name);
         if let Some(live) = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr)) {
-            live.last_registration = Some((fingerprint, epoch));
+            live.last_registration = Some(LastRegistration {
+                fingerprint,
+                headers,
+                epoch,
+                table,
+            });
         }
     }
 
@@ -783,7 +865,7 @@ impl Registry {
         if !removed.is_empty() || !reduced.is_empty() {
             let mut left = Vec::new();
             let mut read_only = Vec::new();
-            for (topic, queues) in &self.topics {
+            for (topic, queues) in self.topics.iter() {
                 for name in &removed {
                     if queues.contains(name) {
                         left.push((topic.clone(), name.clone()));
@@ -898,11 +980,16 @@ impl Registry {
 
     /// The live entries registered on connection `conn`.
     pub fn registered_on(&self, conn: ConnId) -> Vec<BrokerAddrKey> {
-        self.live
+        let mut keys: Vec<BrokerAddrKey> = self
+            .live
             .iter()
             .filter(|(_, l)| l.conn == conn)
             .map(|(k, _)| k.clone())
-            .collect()
+            .collect();
+        // In a fixed order: departures of one address from groups of the same name in two
+        // clusters depend on it.
+        keys.sort();
+        keys
     }
 
     /// Live entries whose deadline passed at `now_ms`, with the connection each registered on.
@@ -911,6 +998,8 @@ impl Registry {
             .iter()
             .filter(|(_, l)| l.last_update_ms.saturating_add(l.timeout_ms) < now_ms)
             .map(|(k, l)| (k.clone(), l.conn))
+            .collect::<BTreeMap<_, _>>()
+            .into_iter()
             .collect()
     }
 

@@ -5,6 +5,7 @@ mod cluster;
 mod data_version;
 mod lists;
 mod register;
+mod register_delta;
 mod register_strict;
 mod route;
 
@@ -12,6 +13,7 @@ pub use cluster::ClusterInfo;
 pub use data_version::DataVersion;
 pub use lists::{BrokerMemberGroup, KvTable, TopicList};
 pub use register::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper, MAX_INFLATED_BODY};
+pub use register_delta::{TableIndex, TableRead};
 pub use route::{BrokerData, QueueData, TopicQueueMappingInfo, TopicRouteData};
 
 use serde_json::{Map, Value};

@@ -79,7 +79,7 @@ struct Version {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Config {
+pub(super) struct Config {
     topic_name: Option<String>,
     read_queue_nums: Option<i32>,
     write_queue_nums: Option<i32>,
@@ -103,7 +103,7 @@ impl Version {
 }
 
 impl Config {
-    fn into_topic_config(self) -> TopicConfig {
+    pub(super) fn into_topic_config(self) -> TopicConfig {
         let d = TopicConfig::default();
         TopicConfig {
             topic_name: self.topic_name,
