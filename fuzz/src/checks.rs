@@ -9,8 +9,8 @@ use bytes::{Bytes, BytesMut};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use rocketmq_wire::body::{
-    ClusterInfo, DataVersion, KvTable, RegisterBrokerBody, TopicList, TopicQueueMappingInfo,
-    TopicRouteData,
+    ClusterInfo, DataVersion, KvTable, RegisterBrokerBody, TableRead, TopicList,
+    TopicQueueMappingInfo, TopicRouteData,
 };
 use rocketmq_wire::codes::LanguageCode;
 use rocketmq_wire::frame::{decode_payload, encode_frame, RemotingCodec};
@@ -96,6 +96,18 @@ pub fn register_json(data: &[u8]) {
     for version in [479, 36] {
         if let Ok(body) = RegisterBrokerBody::decode(Some(data), version, false, INFLATE_CAP) {
             body.encode_json();
+        }
+    }
+    // Read as a difference: whatever it accepts, the whole reading reads alike, and the body
+    // read against its own index decodes nothing.
+    if let Some(Ok(read)) = TableRead::read(data, None) {
+        let whole = RegisterBrokerBody::decode(Some(data), 479, false, INFLATE_CAP);
+        assert_eq!(whole.as_ref().ok(), Some(&read.body));
+        if let Some(index) = &read.index {
+            let again = TableRead::read(data, Some(index));
+            let again = again.expect("read before").expect("read before");
+            assert!(again.body.wrapper.topic_configs.is_empty());
+            assert_eq!(again.listed, read.listed);
         }
     }
 }

@@ -38,6 +38,7 @@ pub mod kv;
 pub mod memory;
 mod metrics;
 mod notify;
+mod offload;
 mod persist;
 mod proxy;
 pub mod registry;

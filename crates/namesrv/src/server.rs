@@ -19,6 +19,7 @@ use tracing::{debug, warn};
 
 use crate::admission::Refusal;
 use crate::handler::{self, Origin};
+use crate::offload;
 use crate::proxy;
 use crate::registry::ConnId;
 use crate::state::State;
@@ -292,6 +293,17 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
+/// Large frames up to this size may be served on the reader by requests that move their own
+/// expensive steps (see `offload`); beyond it, checking the body alone takes milliseconds.
+const INLINE_FRAME: usize = 4 * 1024 * 1024;
+
+/// The header length a frame's payload announces.
+fn header_len(payload: &[u8]) -> usize {
+    payload.get(..4).map_or(0, |b| {
+        (u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x00FF_FFFF) as usize
+    })
+}
+
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -348,21 +360,38 @@ async fn serve_frames<R, W>(
                         Some(Ok(Frame::Small(request))) => conn.accept(request).await,
                         Some(Ok(Frame::Large(payload, permit))) => {
                             // Decoding and serving megabytes would stall this async worker's
-                            // other connections: both happen off the reactor, in one hop,
+                            // other connections: that happens off the reactor, in one hop,
                             // while this connection's reader waits (a broker sends one
-                            // registration at a time).
+                            // registration at a time). A request that moves its own
+                            // expensive steps (a registration, mostly a cheap repeat or
+                            // difference) is served here when its frame is of ordinary size.
                             let (state, origin) = (state.clone(), conn.origin);
-                            let served = off_the_reactor(move || {
-                                let request = decode_payload(payload)?;
+                            let serve = move |request: RemotingCommand| {
                                 let response = if request.is_response() {
                                     None
                                 } else {
                                     handler::handle(&state, origin, &request)
                                 };
                                 drop(permit);
-                                Ok::<_, FrameError>(response)
-                            });
-                            match served.await {
+                                response
+                            };
+                            let served = if payload.len() <= INLINE_FRAME
+                                && header_len(&payload) <= SMALL_FRAME
+                            {
+                                match decode_payload(payload) {
+                                    Ok(request) if handler::moves_its_own_work(&request) => {
+                                        Ok(Ok(serve(request)))
+                                    }
+                                    Ok(request) => {
+                                        offload::off_the_reactor(move || Ok(serve(request))).await
+                                    }
+                                    Err(e) => Ok(Err(e)),
+                                }
+                            } else {
+                                offload::off_the_reactor(move || decode_payload(payload).map(serve))
+                                    .await
+                            };
+                            match served {
                                 Ok(Ok(response)) => {
                                     if let Some(response) = response {
                                         conn.push(&response);
@@ -483,17 +512,4 @@ impl Connection<'_> {
             }
         });
     }
-}
-
-/// Runs `work` where it may block: on this very thread when the runtime has other workers to
-/// take over its tasks (no thread to wake first, so a registration starts at once even while
-/// every core serves routes), else on the blocking pool.
-async fn off_the_reactor<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, tokio::task::JoinError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        return Ok(tokio::task::block_in_place(work));
-    }
-    tokio::task::spawn_blocking(work).await
 }

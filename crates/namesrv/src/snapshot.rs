@@ -22,9 +22,10 @@ use crate::state::{now_ms, State};
 const DEBOUNCE: Duration = Duration::from_secs(1);
 /// Heartbeats move deadlines without changing routes; they are saved this often.
 const REFRESH: Duration = Duration::from_secs(30);
-/// Copying the registry holds its read lock (registrations wait): a large registry is saved
-/// at most once per this many times its last copy took.
-const MAX_DUTY: u32 = 20;
+/// Encoding a large registry takes a core for tens of milliseconds, which route lookups and
+/// registrations would otherwise have: it is saved at most once per this many times its last
+/// save took (a busy cluster of 10k distinct routes about every 3 s instead of every second).
+const MAX_DUTY: u32 = 50;
 /// Restored brokers have no connection yet; this id never names a real one.
 const NO_CONNECTION: u64 = 0;
 
@@ -274,11 +275,10 @@ pub fn load(path: &Path) -> Registry {
     }
 }
 
-/// Saves the snapshot; returns how long the registry was held for encoding.
+/// Saves the snapshot; returns how long that took.
 fn save(state: &State, path: &Path) -> Duration {
     let started = std::time::Instant::now();
     let captured = state.routes.read(capture);
-    let held = started.elapsed();
     let bytes = write(&captured);
     drop(captured);
     let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
@@ -288,7 +288,7 @@ fn save(state: &State, path: &Path) -> Duration {
         state.metrics.snapshot_saved();
     }
     drop(bytes);
-    held
+    started.elapsed()
 }
 
 /// Writes the snapshot after changes (debounced) and periodically, and once more at shutdown.
@@ -300,7 +300,7 @@ pub fn spawn_writer(
     tokio::spawn(async move {
         let mut saved_generation = state.routes.generation();
         let mut saved_at = tokio::time::Instant::now();
-        let mut last_hold = Duration::ZERO;
+        let mut last_took = Duration::ZERO;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(DEBOUNCE) => {}
@@ -309,12 +309,12 @@ pub fn spawn_writer(
             let since = saved_at.elapsed();
             let generation = state.routes.generation();
             let due = (generation != saved_generation && since >= DEBOUNCE) || since >= REFRESH;
-            if due && since >= last_hold * MAX_DUTY {
+            if due && since >= last_took * MAX_DUTY {
                 saved_generation = generation;
                 saved_at = tokio::time::Instant::now();
                 let (state, path) = (state.clone(), path.clone());
-                if let Ok(held) = tokio::task::spawn_blocking(move || save(&state, &path)).await {
-                    last_hold = held;
+                if let Ok(took) = tokio::task::spawn_blocking(move || save(&state, &path)).await {
+                    last_took = took;
                 }
             }
         }

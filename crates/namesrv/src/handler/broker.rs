@@ -19,6 +19,7 @@ use super::{success, Context, Failure, Origin, Reply};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
+use crate::offload;
 use crate::registry::{
     Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
     Unregistration,
@@ -69,18 +70,13 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     // unless a registration is the whole truth about the group's topics.
     let by_difference =
         !compressed && r.version >= version::V3_0_11 && !policy.delete_unlisted_topics;
-    let mut base = by_difference
+    let base = by_difference
         .then(|| state.routes.table_base(&from, headers))
         .flatten();
-    let (outcome, notice) = loop {
-        let read = read_body(
-            state,
-            r,
-            compressed,
-            max_inflated,
-            by_difference,
-            base.take(),
-        );
+    // Reads the body (as a difference from `base` when there is one) and applies it; `None`
+    // when the difference is refused and the body must be read whole.
+    let attempt = |base: Option<TableBase>| -> Result<_, Failure> {
+        let read = read_body(state, r, compressed, max_inflated, by_difference, base);
         // Only large tables are worth a trim (a failed inflation may have been one): ordinary
         // re-registrations reuse the memory the previous one freed. Dropped after the body,
         // which the registry consumes.
@@ -112,12 +108,22 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             headers,
             table: read.table,
         };
-        // Refused only when read as a difference from a table that is no longer the
-        // broker's last: the second reading is whole.
-        if let Some(applied) = state.routes.register(registration, policy, fingerprint) {
-            break applied;
-        }
+        Ok(state.routes.register(registration, policy, fingerprint))
     };
+    let applied = match base {
+        Some(base) => attempt(Some(base))?,
+        None => None,
+    };
+    let (outcome, notice) = match applied {
+        Some(applied) => Some(applied),
+        // Reading a table whole takes milliseconds from a few thousand topics on: not where
+        // route lookups wait. Whole, it is never refused.
+        None if r.body.as_ref().is_some_and(|b| b.len() > INLINE_READ) => {
+            offload::now(|| attempt(None))?
+        }
+        None => attempt(None)?,
+    }
+    .ok_or_else(|| Failure("a whole registration was refused".into()))?;
     if matches!(outcome, RegisterOutcome::Registered { .. }) {
         state.admission.broker_host(origin.peer);
     }
@@ -127,6 +133,9 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     }
     Ok(registered(state, r, outcome, return_order_conf))
 }
+
+/// Bodies up to this size are read whole on the connection's reader (a few hundred topics).
+const INLINE_READ: usize = 64 * 1024;
 
 /// A register body as the registry takes it.
 struct ReadBody {

@@ -53,6 +53,9 @@ pub struct Facts {
     /// Disk writes, large bodies or walks over every topic: served off the connection's
     /// reader, where it would delay route lookups.
     pub blocking: bool,
+    /// Cheap in the common case, and moves its own expensive steps off the reader when it has
+    /// them (`offload::now`): served on the reader, even in a large frame.
+    pub moves_its_own_work: bool,
     /// Changes the registry, the KV store or the config: needs a signature when
     /// authentication is on.
     pub changes_state: bool,
@@ -65,12 +68,17 @@ impl Facts {
         Facts {
             handler,
             blocking: false,
+            moves_its_own_work: false,
             changes_state: false,
             extends_liveness: false,
         }
     }
     const fn blocking(mut self) -> Self {
         self.blocking = true;
+        self
+    }
+    const fn moves_its_own_work(mut self) -> Self {
+        self.moves_its_own_work = true;
         self
     }
     const fn changes_state(mut self) -> Self {
@@ -96,7 +104,7 @@ pub fn facts(code: i32) -> Option<Facts> {
             .changes_state(),
         req::GET_KVLIST_BY_NAMESPACE => Facts::new(|s, _, r| kv::list(s, r)),
         req::REGISTER_BROKER => Facts::new(|s, c, r| broker::register(s, c.origin, r))
-            .blocking()
+            .moves_its_own_work()
             .changes_state()
             .extends_liveness(),
         req::UNREGISTER_BROKER => Facts::new(|s, _, r| broker::unregister(s, r)).changes_state(),
@@ -138,6 +146,11 @@ pub fn facts(code: i32) -> Option<Facts> {
 /// large enough to block by their size alone never reach the reader: see `server`.)
 pub fn may_block(request: &RemotingCommand) -> bool {
     facts(request.code).is_some_and(|f| f.blocking)
+}
+
+/// Whether the request is served on the reader even in a large frame (see `Facts`).
+pub fn moves_its_own_work(request: &RemotingCommand) -> bool {
+    facts(request.code).is_some_and(|f| f.moves_its_own_work)
 }
 
 /// Serves one request; `None` for oneway requests, which are never answered.

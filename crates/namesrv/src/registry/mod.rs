@@ -248,9 +248,10 @@ impl RouteTable {
     pub fn all_topics_body(&self) -> Bytes {
         let generation = self.topic_list_generation.load(Ordering::Acquire);
         self.all_topics.get(generation, || {
-            // Copied out so that registrations are not held up by the sort and encoding.
-            let mut topics: Vec<String> =
-                self.read(|reg| reg.topic_names().map(String::from).collect());
+            // Read from a copy-on-write view so that registrations are not held up by the
+            // copy, the sort and the encoding.
+            let view = self.read(Registry::topic_snapshot);
+            let mut topics: Vec<String> = view.iter().map(|(t, _)| t.clone()).collect();
             topics.sort_unstable();
             let list = TopicList {
                 topic_list: topics,
