@@ -20,6 +20,11 @@ use crate::state::{now_ms, State};
 
 /// Changes are written at most this often.
 const DEBOUNCE: Duration = Duration::from_secs(1);
+/// How often the writer looks for changes.
+const TICK: Duration = Duration::from_millis(250);
+/// Changes are written once none has come for this long, or after `MAX_WAIT` of changes.
+const QUIET: Duration = Duration::from_millis(500);
+const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Heartbeats move deadlines without changing routes; they are saved this often.
 const REFRESH: Duration = Duration::from_secs(30);
 /// Encoding a large registry takes a core for tens of milliseconds, which route lookups and
@@ -291,7 +296,8 @@ fn save(state: &State, path: &Path) -> Duration {
     started.elapsed()
 }
 
-/// Writes the snapshot after changes (debounced) and periodically, and once more at shutdown.
+/// Writes the snapshot after changes (once they pause) and periodically, and once more at
+/// shutdown.
 pub fn spawn_writer(
     state: Arc<State>,
     path: PathBuf,
@@ -299,16 +305,27 @@ pub fn spawn_writer(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut saved_generation = state.routes.generation();
+        let mut seen_generation = saved_generation;
         let mut saved_at = tokio::time::Instant::now();
+        let mut changed_at = saved_at;
         let mut last_took = Duration::ZERO;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(DEBOUNCE) => {}
+                _ = tokio::time::sleep(TICK) => {}
                 _ = shutdown.cancelled() => break,
             }
-            let since = saved_at.elapsed();
             let generation = state.routes.generation();
-            let due = (generation != saved_generation && since >= DEBOUNCE) || since >= REFRESH;
+            if generation != seen_generation {
+                seen_generation = generation;
+                changed_at = tokio::time::Instant::now();
+            }
+            let since = saved_at.elapsed();
+            // Saved once changes pause, not in the middle of a burst of registrations: while
+            // the snapshot reads its view of the topic table, every topic a registration
+            // changes is copied, and a burst changes them all.
+            let settled = changed_at.elapsed() >= QUIET || since >= MAX_WAIT;
+            let due = (generation != saved_generation && since >= DEBOUNCE && settled)
+                || since >= REFRESH;
             if due && since >= last_took * MAX_DUTY {
                 saved_generation = generation;
                 saved_at = tokio::time::Instant::now();

@@ -251,7 +251,7 @@ impl RouteTable {
             // Read from a copy-on-write view so that registrations are not held up by the
             // copy, the sort and the encoding.
             let view = self.read(Registry::topic_snapshot);
-            let mut topics: Vec<String> = view.iter().map(|(t, _)| t.clone()).collect();
+            let mut topics: Vec<String> = view.iter().map(|(t, _)| t.to_string()).collect();
             topics.sort_unstable();
             let list = TopicList {
                 topic_list: topics,

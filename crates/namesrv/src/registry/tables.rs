@@ -237,11 +237,11 @@ impl Registry {
     }
 
     pub fn topic_names(&self) -> impl Iterator<Item = &str> {
-        self.topics.iter().map(|(t, _)| t.as_str())
+        self.topics.iter().map(|(t, _)| t)
     }
 
     pub fn topic_queues(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
-        self.topics.iter().map(|(t, q)| (t.as_str(), q))
+        self.topics.iter()
     }
 
     /// The topic table as it is now, to read without holding the registry.
@@ -386,7 +386,7 @@ impl Registry {
             None => {
                 let mut slot = TopicQueues::default();
                 slot.set(broker_name, queues);
-                self.topics.insert(topic.to_string(), slot);
+                self.topics.insert(topic, slot);
                 self.changes.topic_list = true;
                 self.created.add(topic);
                 true
@@ -476,8 +476,8 @@ impl Registry {
             plan.leave = self
                 .topics
                 .iter()
-                .filter(|(t, q)| !incoming.contains(t.as_str()) && q.contains(broker_name))
-                .map(|(t, _)| t.clone())
+                .filter(|(t, q)| !incoming.contains(t) && q.contains(broker_name))
+                .map(|(t, _)| t.to_string())
                 .collect();
         }
         // An unchanged broker only adds topics it is missing from.
@@ -868,7 +868,7 @@ impl Registry {
             for (topic, queues) in self.topics.iter() {
                 for name in &removed {
                     if queues.contains(name) {
-                        left.push((topic.clone(), name.clone()));
+                        left.push((topic.to_string(), name.clone()));
                     }
                 }
                 for name in &reduced {
@@ -879,7 +879,7 @@ impl Registry {
                         && no_master(bd)
                         && qd.perm & PERM_WRITE != 0
                     {
-                        read_only.push((topic.clone(), name.clone(), qd.perm & !PERM_WRITE));
+                        read_only.push((topic.to_string(), name.clone(), qd.perm & !PERM_WRITE));
                     }
                 }
             }
@@ -1065,7 +1065,7 @@ impl Registry {
                 } else {
                     PERM_READ | PERM_WRITE
                 };
-                Some((topic.clone(), perm))
+                Some((topic.to_string(), perm))
             })
             .collect();
         for (topic, perm) in &changes {
@@ -1236,7 +1236,7 @@ impl Registry {
             .topics
             .iter()
             .filter(|(_, queues)| names.iter().any(|n| queues.contains(n)))
-            .map(|(t, _)| t.clone())
+            .map(|(t, _)| t.to_string())
             .collect();
         out.sort();
         out
@@ -1248,7 +1248,7 @@ impl Registry {
             .topics
             .iter()
             .filter(|(_, queues)| queues.iter().next().is_some_and(|(_, q)| pred(q.sys_flag)))
-            .map(|(t, _)| t.clone())
+            .map(|(t, _)| t.to_string())
             .collect();
         out.sort();
         out

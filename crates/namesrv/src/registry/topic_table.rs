@@ -1,14 +1,15 @@
 //! The topic → queues table, in copy-on-write shards. The route snapshot takes a reference to
 //! each shard instead of copying every topic, so it holds the registry's lock (which
 //! registrations wait for) for microseconds at any size; a shard is copied only when it
-//! changes while a snapshot still holds it.
+//! changes while a snapshot still holds it, and then shallowly: names and queues are shared,
+//! so a copy costs a few bytes per topic rather than the topics themselves.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use super::queues::TopicQueues;
 
-type Shard = foldhash::HashMap<String, TopicQueues>;
+type Shard = foldhash::HashMap<Arc<str>, Arc<TopicQueues>>;
 
 /// Enough shards that a registration changing a few topics copies a small share of a large
 /// table, few enough that a snapshot is a handful of reference counts.
@@ -41,7 +42,7 @@ impl TopicTable {
     }
 
     pub fn get(&self, topic: &str) -> Option<&TopicQueues> {
-        self.shards[self.shard(topic)].get(topic)
+        self.shards[self.shard(topic)].get(topic).map(|q| &**q)
     }
 
     pub fn contains_key(&self, topic: &str) -> bool {
@@ -54,13 +55,15 @@ impl TopicTable {
         if !self.shards[shard].contains_key(topic) {
             return None;
         }
-        Arc::make_mut(&mut self.shards[shard]).get_mut(topic)
+        Arc::make_mut(&mut self.shards[shard])
+            .get_mut(topic)
+            .map(Arc::make_mut)
     }
 
-    pub fn insert(&mut self, topic: String, queues: TopicQueues) {
-        let shard = self.shard(&topic);
+    pub fn insert(&mut self, topic: &str, queues: TopicQueues) {
+        let shard = self.shard(topic);
         if Arc::make_mut(&mut self.shards[shard])
-            .insert(topic, queues)
+            .insert(topic.into(), Arc::new(queues))
             .is_none()
         {
             self.len += 1;
@@ -74,11 +77,13 @@ impl TopicTable {
         }
         let removed = Arc::make_mut(&mut self.shards[shard]).remove(topic);
         self.len -= usize::from(removed.is_some());
-        removed
+        removed.map(Arc::unwrap_or_clone)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &TopicQueues)> {
-        self.shards.iter().flat_map(|s| s.iter())
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
+        self.shards
+            .iter()
+            .flat_map(|s| s.iter().map(|(t, q)| (&**t, &**q)))
     }
 
     /// The table as it is now, kept unchanged by later changes to this one.
@@ -91,8 +96,10 @@ impl TopicTable {
 pub struct TopicSnapshot(Vec<Arc<Shard>>);
 
 impl TopicSnapshot {
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &TopicQueues)> {
-        self.0.iter().flat_map(|s| s.iter())
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
+        self.0
+            .iter()
+            .flat_map(|s| s.iter().map(|(t, q)| (&**t, &**q)))
     }
 }
 
@@ -119,7 +126,7 @@ mod tests {
     fn a_snapshot_keeps_the_table_as_it_was_while_the_table_changes() {
         let mut table = TopicTable::default();
         for i in 0..1000 {
-            table.insert(format!("t{i}"), queues(1));
+            table.insert(&format!("t{i}"), queues(1));
         }
         let snapshot = table.snapshot();
         table.get_mut("t1").unwrap().set(
@@ -132,15 +139,15 @@ mod tests {
             },
         );
         table.remove("t2");
-        table.insert("new".into(), queues(3));
+        table.insert("new", queues(3));
         assert_eq!(table.len(), 1000);
         assert_eq!(table.get("t1"), Some(&queues(9)));
         assert!(!table.contains_key("t2"));
-        let before: std::collections::HashMap<&String, &TopicQueues> = snapshot.iter().collect();
+        let before: std::collections::HashMap<&str, &TopicQueues> = snapshot.iter().collect();
         assert_eq!(before.len(), 1000);
-        assert_eq!(before[&"t1".to_string()], &queues(1));
-        assert!(before.contains_key(&"t2".to_string()));
-        assert!(!before.contains_key(&"new".to_string()));
+        assert_eq!(before["t1"], &queues(1));
+        assert!(before.contains_key("t2"));
+        assert!(!before.contains_key("new"));
         assert_eq!(table.iter().count(), 1000);
     }
 }
