@@ -100,17 +100,23 @@ impl TopicQueues {
     }
 }
 
+/// `n` read and write queues, read-write: what tests register.
+#[cfg(test)]
+pub fn rw(n: i32) -> Queues {
+    Queues {
+        read: n,
+        write: n,
+        perm: 6,
+        sys_flag: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn q(n: i32) -> Queues {
-        Queues {
-            read: n,
-            write: n,
-            perm: 6,
-            sys_flag: 0,
-        }
+        rw(n)
     }
 
     #[test]

@@ -106,19 +106,11 @@ impl TopicSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::queues::Queues;
+    use crate::registry::queues::rw;
 
     fn queues(n: i32) -> TopicQueues {
         let mut q = TopicQueues::default();
-        q.set(
-            &Arc::from("b"),
-            Queues {
-                read: n,
-                write: n,
-                perm: 6,
-                sys_flag: 0,
-            },
-        );
+        q.set(&Arc::from("b"), rw(n));
         q
     }
 
@@ -129,15 +121,7 @@ mod tests {
             table.insert(&format!("t{i}"), queues(1));
         }
         let snapshot = table.snapshot();
-        table.get_mut("t1").unwrap().set(
-            &Arc::from("b"),
-            Queues {
-                read: 9,
-                write: 9,
-                perm: 6,
-                sys_flag: 0,
-            },
-        );
+        table.get_mut("t1").unwrap().set(&Arc::from("b"), rw(9));
         table.remove("t2");
         table.insert("new", queues(3));
         assert_eq!(table.len(), 1000);
