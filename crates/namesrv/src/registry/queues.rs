@@ -91,6 +91,11 @@ impl TopicQueues {
         self.0.is_empty()
     }
 
+    /// The groups with the registry's shared name of each.
+    pub fn entries(&self) -> impl Iterator<Item = (&Arc<str>, &Queues)> {
+        self.0.iter().map(|(name, q)| (name, q))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Queues)> {
         self.0.iter().map(|(name, q)| (&**name, q))
     }

@@ -353,6 +353,54 @@ fn admin_changes_and_departures_report_what_they_changed() {
 }
 
 #[test]
+fn a_departing_master_leaves_its_acting_master_group_read_only_and_others_writable() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    let acting = |id, addr| reg("a", id, addr, &[("t1", 4), ("t2", 4)]).acting_master(Some(true));
+    apply(&mut r, &acting(0, MASTER), policy);
+    apply(&mut r, &acting(1, SLAVE), policy);
+    let plain = |id, addr| reg("b", id, addr, &[("t1", 4), ("t3", 4)]).cluster("d");
+    apply(&mut r, &plain(0, MASTER), policy);
+    apply(&mut r, &plain(1, SLAVE), policy);
+    r.take_changes();
+
+    let leaving = r.departures(&[BrokerAddrKey {
+        cluster: "c".into(),
+        addr: MASTER.into(),
+    }]);
+    r.unregister(&leaving, false);
+    assert_eq!(queues_of(&r, "t1", "a"), Some((4, 4)), "read-only now");
+    assert_eq!(queues_of(&r, "t2", "a"), Some((4, 4)));
+    assert_eq!(
+        queues_of(&r, "t1", "b"),
+        Some((6, 4)),
+        "another cluster's group"
+    );
+
+    let leaving = r.departures(&[BrokerAddrKey {
+        cluster: "d".into(),
+        addr: MASTER.into(),
+    }]);
+    r.unregister(&leaving, false);
+    assert_eq!(
+        queues_of(&r, "t1", "b"),
+        Some((6, 4)),
+        "a group without acting master keeps its permission"
+    );
+    let leaving = r.departures(&[BrokerAddrKey {
+        cluster: "c".into(),
+        addr: SLAVE.into(),
+    }]);
+    r.unregister(&leaving, false);
+    assert_eq!(
+        queues_of(&r, "t2", "a"),
+        None,
+        "the group's last address left"
+    );
+    assert_eq!(queues_of(&r, "t1", "b"), Some((6, 4)));
+}
+
+#[test]
 fn a_repeated_registration_stays_cheap_while_others_change_the_cluster() {
     let mut r = Registry::default();
     let policy = RegisterPolicy::default();
