@@ -121,6 +121,15 @@ fn changes(topics: &[&str], shared: bool, cluster_info: bool, topic_list: bool) 
     }
 }
 
+/// The broker at `addr` of `cluster` leaves (its connection closed), as the server applies it.
+fn depart(r: &mut Registry, cluster: &str, addr: &str) {
+    let leaving = r.departures(&[BrokerAddrKey {
+        cluster: cluster.into(),
+        addr: addr.into(),
+    }]);
+    r.unregister(&leaving, false);
+}
+
 /// `(perm, read queues)` of `group` in `topic`'s route.
 fn queues_of(r: &Registry, topic: &str, group: &str) -> Option<(i32, i32)> {
     let route = r.route(topic, false)?;
@@ -340,11 +349,7 @@ fn admin_changes_and_departures_report_what_they_changed() {
         r.take_changes().is_empty(),
         "a heartbeat is no route change"
     );
-    let leaving = r.departures(&[BrokerAddrKey {
-        cluster: "c".into(),
-        addr: MASTER.into(),
-    }]);
-    r.unregister(&leaving, false);
+    depart(&mut r, "c", MASTER);
     assert_eq!(
         r.take_changes(),
         changes(&["only-a", "shared"], true, true, true)
@@ -364,11 +369,7 @@ fn a_departing_master_leaves_its_acting_master_group_read_only_and_others_writab
     apply(&mut r, &plain(1, SLAVE), policy);
     r.take_changes();
 
-    let leaving = r.departures(&[BrokerAddrKey {
-        cluster: "c".into(),
-        addr: MASTER.into(),
-    }]);
-    r.unregister(&leaving, false);
+    depart(&mut r, "c", MASTER);
     assert_eq!(queues_of(&r, "t1", "a"), Some((4, 4)), "read-only now");
     assert_eq!(queues_of(&r, "t2", "a"), Some((4, 4)));
     assert_eq!(
@@ -377,21 +378,13 @@ fn a_departing_master_leaves_its_acting_master_group_read_only_and_others_writab
         "another cluster's group"
     );
 
-    let leaving = r.departures(&[BrokerAddrKey {
-        cluster: "d".into(),
-        addr: MASTER.into(),
-    }]);
-    r.unregister(&leaving, false);
+    depart(&mut r, "d", MASTER);
     assert_eq!(
         queues_of(&r, "t1", "b"),
         Some((6, 4)),
         "a group without acting master keeps its permission"
     );
-    let leaving = r.departures(&[BrokerAddrKey {
-        cluster: "c".into(),
-        addr: SLAVE.into(),
-    }]);
-    r.unregister(&leaving, false);
+    depart(&mut r, "c", SLAVE);
     assert_eq!(
         queues_of(&r, "t2", "a"),
         None,
