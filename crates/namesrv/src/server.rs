@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use rocketmq_wire::error::FrameError;
-use rocketmq_wire::frame::{decode_payload, encode_frame};
+use rocketmq_wire::frame::{decode_payload, encode_frame, payload_header_len};
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -297,13 +297,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 /// expensive steps (see `offload`); beyond it, checking the body alone takes milliseconds.
 const INLINE_FRAME: usize = 4 * 1024 * 1024;
 
-/// The header length a frame's payload announces.
-fn header_len(payload: &[u8]) -> usize {
-    payload.get(..4).map_or(0, |b| {
-        (u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x00FF_FFFF) as usize
-    })
-}
-
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -376,7 +369,7 @@ async fn serve_frames<R, W>(
                                 response
                             };
                             let served = if payload.len() <= INLINE_FRAME
-                                && header_len(&payload) <= SMALL_FRAME
+                                && payload_header_len(&payload) <= SMALL_FRAME
                             {
                                 match decode_payload(payload) {
                                     Ok(request) if handler::moves_its_own_work(&request) => {

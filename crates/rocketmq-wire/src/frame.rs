@@ -27,16 +27,24 @@ impl RemotingCodec {
     }
 }
 
+/// The header length a frame payload (everything after the length field) announces: the low
+/// 24 bits of its first word, whose high byte is the serialize type; 0 for a payload too short.
+pub fn payload_header_len(payload: &[u8]) -> usize {
+    payload.get(..4).map_or(0, |b| {
+        (u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x00FF_FFFF) as usize
+    })
+}
+
 /// Decodes one complete frame payload (everything after the length field).
 pub fn decode_payload(mut payload: Bytes) -> Result<RemotingCommand, FrameError> {
     let frame_len = payload.len();
     if frame_len < 4 {
         return Err(FrameError::BadLength(frame_len as i64, 4));
     }
+    let header_len = payload_header_len(&payload);
     let ori = payload.get_u32();
     let ser = SerializeType::from_code((ori >> 24) as u8)
         .ok_or(FrameError::UnknownSerializeType((ori >> 24) as u8))?;
-    let header_len = (ori & 0x00FF_FFFF) as usize;
     if header_len > payload.len() {
         return Err(FrameError::HeaderTooLong {
             header: header_len,
