@@ -9,7 +9,7 @@ use tracing::info;
 
 use crate::events::{seconds, Event, EventKind};
 use crate::notify;
-use crate::registry::{BrokerAddrKey, Unregistration};
+use crate::registry::{Expired, Expiry, Unregistration};
 use crate::state::{now_ms, State};
 
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
@@ -46,43 +46,37 @@ pub fn spawn(
 }
 
 /// Expires every broker whose deadline passed: its connection is closed and it is removed.
+/// Which brokers expired, and their removals, are decided under one lock, so that a
+/// registration landing at the deadline is either seen (and the broker kept) or numbered after
+/// the removals (and they leave it alone).
 pub fn scan(state: &State) {
-    let now = now_ms();
-    let expired = state.routes.read(|r| {
-        r.expired(now)
-            .into_iter()
-            .map(|(key, conn)| {
-                let silence = r
-                    .live(&key.cluster, &key.addr)
-                    .map(|l| (now - l.last_update_ms, l.timeout_ms));
-                (key, conn, silence)
-            })
-            .collect::<Vec<_>>()
-    });
+    let Expiry { expired, leaving } = state.routes.change(|r| r.expire(now_ms()));
     if expired.is_empty() {
         return;
     }
     state.metrics.expired(expired.len());
-    for (key, conn, silence) in &expired {
+    for Expired {
+        key,
+        conn,
+        silent_ms,
+        timeout_ms,
+    } in &expired
+    {
         info!(cluster = %key.cluster, addr = %key.addr, "broker expired");
         state.close_connection(*conn);
-        let detail = match silence {
-            Some((silent, timeout)) => format!(
-                "in {}: no heartbeat for {} (timeout {})",
-                key.cluster,
-                seconds(*silent),
-                seconds(*timeout)
-            ),
-            None => format!("in {}", key.cluster),
-        };
+        let detail = format!(
+            "in {}: no heartbeat for {} (timeout {})",
+            key.cluster,
+            seconds(*silent_ms),
+            seconds(*timeout_ms)
+        );
         state.events.record(Event::new(
             EventKind::BrokerExpired,
             key.addr.clone(),
             detail,
         ));
     }
-    let keys: Vec<BrokerAddrKey> = expired.into_iter().map(|(k, ..)| k).collect();
-    state.unregister_live(&keys);
+    state.queue_unregistrations(leaving);
 }
 
 /// Takes one request, drains whatever else is queued, and applies them as one batch.
@@ -102,14 +96,21 @@ async fn unregister_worker(
             batch.push(more);
         }
         let notify_enabled = state.config.settings().server.notify_min_broker_id_changed;
-        let notices = state
+        let done = state
             .routes
             .change(|r| r.unregister(&batch, notify_enabled));
-        state.metrics.unregistered(batch.len());
+        state.metrics.unregistered(batch.len() - done.stale);
+        state.metrics.stale_unregistrations_ignored(done.stale);
         for request in &batch {
             info!(cluster = %request.cluster, addr = %request.broker_addr, name = %request.broker_name, "broker unregistered");
         }
-        for notice in notices {
+        if done.stale > 0 {
+            info!(
+                stale = done.stale,
+                "unregistrations left unapplied: their brokers registered again after them"
+            );
+        }
+        for notice in done.notices {
             notify::min_broker_id_changed(notice);
         }
     }

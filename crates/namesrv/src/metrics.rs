@@ -84,6 +84,7 @@ pub struct Metrics {
     registrations: Counter,
     repeat_registrations: Counter,
     unregistrations: Counter,
+    stale_unregistrations: Counter,
     expirations: Counter,
     kv_writes: Counter,
     brokers_alive: Family<ClusterLabel, Gauge>,
@@ -186,6 +187,7 @@ impl Default for Metrics {
             registrations: Counter::default(),
             repeat_registrations: Counter::default(),
             unregistrations: Counter::default(),
+            stale_unregistrations: Counter::default(),
             expirations: Counter::default(),
             kv_writes: Counter::default(),
             brokers_alive: Family::default(),
@@ -227,6 +229,11 @@ impl Default for Metrics {
             "broker_unregistrations",
             "Broker addresses removed (unregistration, expiry or connection loss)",
             m.unregistrations.clone(),
+        );
+        registry.register(
+            "broker_stale_unregistrations_ignored",
+            "Broker removals (unregistration, expiry or connection loss) left unapplied because the broker registered again after they were decided",
+            m.stale_unregistrations.clone(),
         );
         registry.register(
             "broker_expirations",
@@ -470,6 +477,10 @@ impl Metrics {
 
     pub fn unregistered(&self, count: usize) {
         self.unregistrations.inc_by(count as u64);
+    }
+
+    pub fn stale_unregistrations_ignored(&self, count: usize) {
+        self.stale_unregistrations.inc_by(count as u64);
     }
 
     pub fn expired(&self, count: usize) {

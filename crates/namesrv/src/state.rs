@@ -19,7 +19,7 @@ use crate::events::EventLog;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
-use crate::registry::{BrokerAddrKey, ConnId, RouteExtras, RouteTable, Unregistration};
+use crate::registry::{ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
 
 pub struct State {
@@ -64,10 +64,9 @@ impl State {
         }
     }
 
-    /// Queues the removal of the brokers behind `keys` from every group that lists them; live
-    /// entries that no group lists are dropped at once.
-    pub fn unregister_live(&self, keys: &[BrokerAddrKey]) {
-        let requests = self.routes.change(|r| r.departures(keys));
+    /// Queues removals decided under the registry's lock. Each carries the registration it saw,
+    /// so one that a broker's new registration overtakes in the queue is left unapplied.
+    pub fn queue_unregistrations(&self, requests: Vec<Unregistration>) {
         for request in requests {
             if self.unregister_queue.try_send(request).is_err() {
                 warn!("unregistration queue full; a broker will wait for expiry");
@@ -75,13 +74,13 @@ impl State {
         }
     }
 
-    /// A connection closed: every broker that registered on it leaves at once.
+    /// A connection closed: every broker still registered on it leaves. Which brokers that
+    /// is, and their removals, are decided under one lock: a broker that has registered again
+    /// on another connection is not on this one any more.
     pub fn connection_closed(&self, conn: ConnId) {
         self.connections.remove(&conn);
-        let keys = self.routes.read(|r| r.registered_on(conn));
-        if !keys.is_empty() {
-            self.unregister_live(&keys);
-        }
+        let requests = self.routes.change(|r| r.closed(conn));
+        self.queue_unregistrations(requests);
     }
 
     /// Whether routes are still held back after start (`needWaitForService`), so that brokers

@@ -22,7 +22,6 @@ use crate::notify;
 use crate::offload;
 use crate::registry::{
     Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
-    Unregistration,
 };
 use crate::state::{now_ms, State};
 
@@ -253,12 +252,16 @@ fn inflate_limit(max_frame: i64) -> usize {
 
 pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
     let header = UnregisterBrokerHeader::from_command(r)?;
-    let request = Unregistration {
-        broker_name: header.broker_name.to_string(),
-        broker_addr: header.broker_addr.to_string(),
-        cluster: header.cluster_name.to_string(),
-        broker_id: header.broker_id,
-    };
+    // Numbered against the broker's registration as of now: a registration the broker makes
+    // after this answer is newer, and the queued removal leaves it alone.
+    let request = state.routes.read(|reg| {
+        reg.unregistration(
+            header.cluster_name,
+            header.broker_addr,
+            header.broker_name,
+            header.broker_id,
+        )
+    });
     if state.unregister_queue.try_send(request).is_err() {
         return Ok(success(r).into_error_without_remark());
     }

@@ -32,8 +32,9 @@ use crate::events::EventLog;
 
 pub use queues::TopicQueues;
 pub use tables::{
-    BrokerAddrKey, BrokerLive, Changes, ConnId, Fingerprint, MinIdNotice, RegisterOutcome,
-    RegisterPolicy, Registrant, Registration, Registry, TableBase, Unregistration, PERM_WRITE,
+    BrokerAddrKey, BrokerLive, Changes, ConnId, Expired, Expiry, Fingerprint, MinIdNotice,
+    RegisterOutcome, RegisterPolicy, Registrant, Registration, Registry, TableBase, Unregistered,
+    Unregistration, PERM_WRITE, UNFENCED,
 };
 pub use topic_table::TopicSnapshot;
 
@@ -171,6 +172,7 @@ impl RouteTable {
             }
         }
         let plan = registry.plan(&reg, policy);
+        let faithful = plan.faithful;
         let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
         let from = Registrant {
             cluster: reg.from.cluster.clone(),
@@ -181,7 +183,7 @@ impl RouteTable {
         let (headers, table) = (reg.headers, reg.table.clone());
         let (outcome, notice) = registry.register(reg, plan, policy);
         if matches!(outcome, RegisterOutcome::Registered { .. }) {
-            registry.remember(&from, fingerprint, headers, table);
+            registry.remember(&from, fingerprint, headers, table.filter(|_| faithful));
         }
         self.settle(&mut registry);
         Some((outcome, notice))

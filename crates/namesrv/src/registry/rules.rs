@@ -471,15 +471,8 @@ fn unregistering_one_group_keeps_the_address_alive_for_the_other() {
         &reg("b", 0, MASTER, &[("t1", 4), ("t2", 4)]),
         policy,
     );
-    r.unregister(
-        &[Unregistration {
-            cluster: "c".into(),
-            broker_addr: MASTER.into(),
-            broker_name: "a".into(),
-            broker_id: 0,
-        }],
-        false,
-    );
+    let leaving = r.unregistration("c", MASTER, "a", 0);
+    r.unregister(&[leaving], false);
     assert!(
         r.live("c", MASTER).is_some(),
         "group b still lists the address"
@@ -645,21 +638,13 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
             addr,
         } => {
             table.change(|r| {
-                r.unregister(
-                    &[Unregistration {
-                        cluster: CLUSTERS[cluster].into(),
-                        broker_addr: ADDRS[addr].into(),
-                        broker_name: GROUPS[group].into(),
-                        broker_id: id,
-                    }],
-                    false,
-                )
+                let leaving = r.unregistration(CLUSTERS[cluster], ADDRS[addr], GROUPS[group], id);
+                r.unregister(&[leaving], false)
             });
         }
         Step::Close(conn) => {
             table.change(|r| {
-                let keys = r.registered_on(conn);
-                let leaving = r.departures(&keys);
+                let leaving = r.closed(conn);
                 r.unregister(&leaving, false)
             });
         }
@@ -667,8 +652,7 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
             *now += advance;
             let now = *now;
             table.change(|r| {
-                let keys: Vec<BrokerAddrKey> = r.expired(now).into_iter().map(|(k, _)| k).collect();
-                let leaving = r.departures(&keys);
+                let leaving = r.expire(now).leaving;
                 r.unregister(&leaving, false)
             });
         }
@@ -716,25 +700,91 @@ proptest! {
 
     #[test]
     fn registrations_applied_as_differences_leave_the_routes_of_whole_ones(steps in prop::collection::vec(step(), 1..80)) {
-        let (whole, by_difference) = (RouteTable::default(), RouteTable::default());
-        let (mut now_whole, mut now_diff) = (0i64, 0i64);
-        let mut applied = Applied::new();
-        for step in steps {
-            take_step(&whole, &step, &mut now_whole, None);
-            take_step(&by_difference, &step, &mut now_diff, Some(&mut applied));
-            for topic in TOPICS {
-                prop_assert_eq!(
-                    whole.route(topic, extras()),
-                    by_difference.route(topic, extras()),
-                    "{} after {:?}", topic, step
-                );
-            }
+        differences_agree_with_whole_reads(&steps)?;
+    }
+}
+
+/// Plays `steps` on two tables, one reading every registration whole and one reading each as
+/// its difference from the broker's previous table where the registry allows it; after each
+/// step both route every topic alike.
+fn differences_agree_with_whole_reads(steps: &[Step]) -> Result<(), TestCaseError> {
+    let (whole, by_difference) = (RouteTable::default(), RouteTable::default());
+    let (mut now_whole, mut now_diff) = (0i64, 0i64);
+    let mut applied = Applied::new();
+    for step in steps {
+        take_step(&whole, step, &mut now_whole, None);
+        take_step(&by_difference, step, &mut now_diff, Some(&mut applied));
+        for topic in TOPICS {
             prop_assert_eq!(
-                whole.read(|r| r.cluster_info()),
-                by_difference.read(|r| r.cluster_info())
+                whole.route(topic, extras()),
+                by_difference.route(topic, extras()),
+                "{} after {:?}",
+                topic,
+                step
             );
         }
+        prop_assert_eq!(
+            whole.read(|r| r.cluster_info()),
+            by_difference.read(|r| r.cluster_info())
+        );
     }
+    Ok(())
+}
+
+/// A registration step of the sequences below, on connection 0.
+fn register_step(
+    cluster: usize,
+    group: usize,
+    id: i64,
+    addr: usize,
+    topics: &[(usize, i32)],
+    counter: i64,
+) -> Step {
+    Step::Register {
+        cluster,
+        group,
+        id,
+        addr,
+        topics: topics.to_vec(),
+        counter,
+        conn: 0,
+    }
+}
+
+#[test]
+fn a_table_kept_at_an_unchanged_data_version_is_not_a_base_for_differences() {
+    // The second registration changes t2 without a new data version, which Java (and we)
+    // leave as the table holds it; the third, with a new version, must apply it.
+    let steps = [
+        register_step(0, 2, 2, 3, &[(3, 1), (2, 1)], 0),
+        register_step(0, 2, 2, 3, &[(2, 2)], 0),
+        register_step(0, 2, 2, 3, &[(2, 2)], 1),
+    ];
+    differences_agree_with_whole_reads(&steps).unwrap();
+}
+
+#[test]
+fn a_group_moving_onto_an_address_another_group_registered_reads_its_table_whole() {
+    // g2 registers in c0; g0 registers the same address in c1 at version 2; g2 joins c1 on
+    // that address at version 2 (the address's version did not move, so t0 keeps 1 queue);
+    // then g2 registers t0 with 3 queues at version 0, as a restarted broker would.
+    let steps = [
+        register_step(0, 2, 0, 0, &[(1, 1), (0, 1)], 0),
+        register_step(1, 0, 0, 0, &[(0, 1), (1, 1)], 2),
+        register_step(1, 2, 0, 0, &[(0, 3)], 2),
+        register_step(1, 2, 0, 0, &[(0, 3)], 0),
+    ];
+    differences_agree_with_whole_reads(&steps).unwrap();
+    let table = RouteTable::default();
+    let mut now = 0;
+    for step in &steps {
+        take_step(&table, step, &mut now, None);
+    }
+    assert_eq!(
+        table.read(|r| queues_of(r, "t0", "g2")),
+        Some((6, 3)),
+        "as registered last"
+    );
 }
 
 /// What people are told, as (kind, subject).
@@ -784,5 +834,177 @@ fn mutations_tell_what_happened_once_not_once_per_topic() {
             ("broker-left", SLAVE.to_string()),
             ("topics-deleted", "3 topics".to_string())
         ]
+    );
+}
+
+// ---- removals decided before a newer registration ----
+
+/// A's master registered with topics t1 and t2 (data version `counter`) on `conn`, at `now_ms`.
+fn register_at(r: &mut Registry, counter: i64, conn: ConnId, now_ms: i64) {
+    let mut registration = reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)])
+        .version(counter)
+        .build();
+    registration.from.conn = conn;
+    registration.from.now_ms = now_ms;
+    registration.timeout_ms = Some(10_000);
+    let policy = RegisterPolicy::default();
+    let plan = r.plan(&registration, policy);
+    r.register(registration, plan, policy);
+}
+
+fn routable(r: &Registry, group: &str, addr: &str) -> bool {
+    r.group(group)
+        .is_some_and(|bd| bd.broker_addrs.values().any(|a| a == addr))
+        && r.route("t1", false)
+            .is_some_and(|route| route.broker_datas.iter().any(|bd| bd.broker_name == group))
+}
+
+#[test]
+fn an_unregistration_overtaken_by_a_new_registration_leaves_it_alone() {
+    let mut r = Registry::default();
+    register_at(&mut r, 1, 1, 0);
+    // UNREGISTER_BROKER is answered and queued; the broker registers again at once.
+    let leaving = r.unregistration("c", MASTER, "a", 0);
+    register_at(&mut r, 2, 2, 0);
+    r.take_events();
+    let done = r.unregister(&[leaving], false);
+    assert_eq!(done.stale, 1);
+    assert!(routable(&r, "a", MASTER), "the newer registration stands");
+    r.members_are_alive().unwrap();
+    assert_eq!(
+        told(&mut r),
+        vec![("stale-unregistration-ignored", "a".to_string())]
+    );
+    // An unregistration decided after the registration removes it.
+    let leaving = r.unregistration("c", MASTER, "a", 0);
+    assert_eq!(r.unregister(&[leaving], false).stale, 0);
+    assert!(!routable(&r, "a", MASTER));
+    assert_eq!(r.live_entries().count(), 0);
+}
+
+#[test]
+fn an_identical_registration_also_overtakes_a_queued_unregistration() {
+    let table = RouteTable::default();
+    let registration = || {
+        let mut registration = reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]).build();
+        registration.from.conn = 1;
+        registration
+    };
+    let from = registration().from;
+    table.register(registration(), RegisterPolicy::default(), 7);
+    let leaving = table.read(|r| r.unregistration("c", MASTER, "a", 0));
+    assert!(table.repeat(&from, 7).is_some(), "served as a repeat");
+    let done = table.change(|r| r.unregister(&[leaving], false));
+    assert_eq!(done.stale, 1);
+    assert!(table.read(|r| routable(r, "a", MASTER)));
+}
+
+#[test]
+fn a_closed_connection_removes_only_what_is_still_registered_on_it() {
+    let mut r = Registry::default();
+    register_at(&mut r, 1, 1, 0);
+    // Registered again on a new connection before the old one's close is handled.
+    register_at(&mut r, 2, 2, 0);
+    assert!(r.closed(1).is_empty());
+    // The close is decided first, the registration on the new connection lands before the
+    // removals are applied.
+    let leaving = r.closed(2);
+    assert_eq!(leaving.len(), 1);
+    register_at(&mut r, 3, 3, 0);
+    assert_eq!(r.unregister(&leaving, false).stale, 1);
+    assert!(routable(&r, "a", MASTER));
+    r.members_are_alive().unwrap();
+}
+
+#[test]
+fn an_expiry_does_not_remove_a_registration_that_landed_at_the_deadline() {
+    let mut r = Registry::default();
+    register_at(&mut r, 1, 1, 0);
+    assert!(
+        r.expire(10_000).expired.is_empty(),
+        "not past the deadline yet"
+    );
+    let expiry = r.expire(10_001);
+    assert_eq!(expiry.expired.len(), 1);
+    assert_eq!(expiry.expired[0].silent_ms, 10_001);
+    // The broker's registration lands between the decision and the removal.
+    register_at(&mut r, 1, 1, 10_001);
+    assert_eq!(r.unregister(&expiry.leaving, false).stale, 1);
+    assert!(routable(&r, "a", MASTER));
+    assert!(
+        r.expire(20_001).expired.is_empty(),
+        "the new deadline counts"
+    );
+    let expiry = r.expire(20_002);
+    r.unregister(&expiry.leaving, false);
+    assert!(!routable(&r, "a", MASTER));
+}
+
+#[test]
+fn a_batch_removing_a_whole_group_spares_the_member_that_registered_again() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    let topics = [("t1", 4), ("t2", 4)];
+    apply(&mut r, &reg("a", 0, MASTER, &topics), policy);
+    apply(&mut r, &reg("a", 1, SLAVE, &topics), policy);
+    let batch = [
+        r.unregistration("c", MASTER, "a", 0),
+        r.unregistration("c", SLAVE, "a", 1),
+    ];
+    apply(&mut r, &reg("a", 1, SLAVE, &topics).version(2), policy);
+    let done = r.unregister(&batch, false);
+    assert_eq!(done.stale, 1);
+    let group = r.group("a").expect("the slave keeps the group");
+    assert_eq!(group.broker_addrs.values().collect::<Vec<_>>(), vec![SLAVE]);
+    r.members_are_alive().unwrap();
+}
+
+#[test]
+fn another_group_registering_on_the_same_address_does_not_fence_a_removal() {
+    let mut r = Registry::default();
+    let policy = RegisterPolicy::default();
+    apply(
+        &mut r,
+        &reg("old-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    let leaving = r.unregistration("c", MASTER, "old-name", 0);
+    apply(
+        &mut r,
+        &reg("new-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    assert_eq!(r.unregister(&[leaving], false).stale, 0);
+    assert!(r.group("old-name").is_none());
+    assert!(routable(&r, "new-name", MASTER));
+}
+
+#[test]
+fn admin_changes_and_registrations_take_effect_in_the_order_they_were_applied() {
+    let mut r = Registry::default();
+    register_at(&mut r, 1, 1, 0);
+    r.delete_topic("t1", None);
+    assert!(
+        r.route("t1", false).is_none(),
+        "deleted after the registration"
+    );
+    register_at(&mut r, 1, 1, 0);
+    assert_eq!(
+        queues_of(&r, "t1", "a"),
+        Some((6, 4)),
+        "registered after the delete"
+    );
+    r.change_write_perm("a", true);
+    register_at(&mut r, 1, 1, 0);
+    assert_eq!(
+        queues_of(&r, "t1", "a"),
+        Some((4, 4)),
+        "an unchanged data version keeps the wipe, as Java does"
+    );
+    register_at(&mut r, 2, 1, 0);
+    assert_eq!(
+        queues_of(&r, "t1", "a"),
+        Some((6, 4)),
+        "a new version restores it"
     );
 }

@@ -49,9 +49,14 @@ pub struct BrokerLive {
 /// Identifies a registration's content (headers and body).
 pub type Fingerprint = u128;
 
-/// A broker's last applied registration, as far as its next one is compared with it.
+/// A broker's last applied registration, as far as its next one is compared with it. It is
+/// kept in the live entry of its cluster and address, which another group registering on the
+/// same address shares: it speaks only for the group, id and connection that made it.
 #[derive(Clone, Debug)]
 pub struct LastRegistration {
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub conn: ConnId,
     /// Of the whole registration.
     pub fingerprint: Fingerprint,
     /// Of its headers but the body's checksum.
@@ -130,12 +135,50 @@ pub struct MinIdNotice {
     pub recipients: Vec<String>,
 }
 
+/// The removal of one group member: UNREGISTER_BROKER, or a broker leaving (connection closed,
+/// expired). Removals wait in a queue before they are applied, and the broker may register
+/// again in the meantime; a removal therefore carries the number of the member's registration
+/// it was decided against, and leaves alone any registration made after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unregistration {
     pub cluster: String,
     pub broker_addr: String,
     pub broker_name: String,
     pub broker_id: i64,
+    /// The member's registration number when the removal was decided (0: none); see
+    /// [`Registry::unregistration`]. [`UNFENCED`] removes whatever is there.
+    pub seen: u64,
+}
+
+/// Marks a removal that applies whatever registered since (members restored from a snapshot
+/// that no live entry backs).
+pub const UNFENCED: u64 = u64::MAX;
+
+/// A broker found silent past its deadline.
+#[derive(Debug)]
+pub struct Expired {
+    pub key: BrokerAddrKey,
+    /// The connection it registered on, to close.
+    pub conn: ConnId,
+    pub silent_ms: i64,
+    pub timeout_ms: i64,
+}
+
+/// What an expiry scan decided.
+#[derive(Debug, Default)]
+pub struct Expiry {
+    pub expired: Vec<Expired>,
+    /// Their removals, to queue.
+    pub leaving: Vec<Unregistration>,
+}
+
+/// What applying a batch of removals did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unregistered {
+    /// NOTIFY_MIN_BROKER_ID_CHANGE notices to send.
+    pub notices: Vec<MinIdNotice>,
+    /// Removals left unapplied because the member registered again after they were decided.
+    pub stale: usize,
 }
 
 /// What mutations since the last [`Registry::take_changes`] changed, as the caches see it.
@@ -167,6 +210,11 @@ pub struct Registry {
     mappings: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
     /// One shared copy of each broker name that topics refer to.
     names: HashSet<Arc<str>>,
+    /// Numbers accepted registrations, in the order the lock applied them.
+    registrations: u64,
+    /// Per group and member address, the number of the member's latest registration: what a
+    /// queued removal is checked against.
+    member_seqs: HashMap<String, HashMap<String, u64>>,
     /// Per group, bumped by every change that a broker's identical re-registration would undo
     /// (its settings, or its queues changed by anyone else): a broker may skip decoding a
     /// repeated registration only while its group's epoch is the one it left.
@@ -191,6 +239,11 @@ pub struct TopicPlan {
     mappings: bool,
     /// Indexes into the registration's topic configs whose queues must be set, with them.
     set: Vec<(usize, Queues)>,
+    /// Whether, once applied, the group holds every listed topic as listed (or the broker does
+    /// not speak for its group's topics at all). Only then may the broker's next registration
+    /// be read as a difference from this one: an entry left out of that difference must be in
+    /// the table already.
+    pub faithful: bool,
     /// Topics the group must leave (`deleteTopicWithBrokerRegistration`).
     leave: Vec<String>,
 }
@@ -372,6 +425,60 @@ impl Registry {
         self.group_epochs.get(broker_name).copied().unwrap_or(0)
     }
 
+    /// The number of a member's latest registration; 0 if it has none (not a member, or
+    /// restored from a snapshot and not registered since).
+    fn member_seq(&self, broker_name: &str, addr: &str) -> u64 {
+        self.member_seqs
+            .get(broker_name)
+            .and_then(|members| members.get(addr))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Gives a member's registration the next number. Allocates only for a new member: every
+    /// repeated registration passes here.
+    fn number_registration(&mut self, broker_name: &str, addr: &str) {
+        self.registrations += 1;
+        let seq = self.registrations;
+        let members = match self.member_seqs.get_mut(broker_name) {
+            Some(members) => members,
+            None => self.member_seqs.entry(broker_name.to_string()).or_default(),
+        };
+        match members.get_mut(addr) {
+            Some(slot) => *slot = seq,
+            None => {
+                members.insert(addr.to_string(), seq);
+            }
+        }
+    }
+
+    fn forget_member(&mut self, broker_name: &str, addr: &str) {
+        if let Some(members) = self.member_seqs.get_mut(broker_name) {
+            members.remove(addr);
+            if members.is_empty() {
+                self.member_seqs.remove(broker_name);
+            }
+        }
+    }
+
+    /// UNREGISTER_BROKER as it is received: the removal of the member's registration as it is
+    /// now, to be applied later without touching a registration made in between.
+    pub fn unregistration(
+        &self,
+        cluster: &str,
+        broker_addr: &str,
+        broker_name: &str,
+        broker_id: i64,
+    ) -> Unregistration {
+        Unregistration {
+            cluster: cluster.to_string(),
+            broker_addr: broker_addr.to_string(),
+            broker_name: broker_name.to_string(),
+            broker_id,
+            seen: self.member_seq(broker_name, broker_addr),
+        }
+    }
+
     /// Sets a broker group's queues of a topic; returns whether anything changed.
     pub fn set_queues(&mut self, topic: &str, qd: &QueueData) -> bool {
         let name = self.shared_name(&qd.broker_name);
@@ -453,7 +560,12 @@ impl Registry {
         let is_master = *broker_id == MASTER_ID;
         let is_prime_slave = !old_version && !is_master && min_id == Some(*broker_id);
         if !(is_master || is_prime_slave) {
-            return TopicPlan::default();
+            // Such a broker never changes topics; becoming master or prime slave changes its
+            // group, and with it the group's epoch that a difference read depends on.
+            return TopicPlan {
+                faithful: true,
+                ..Default::default()
+            };
         }
         let wrapper = &reg.body.wrapper;
         let version_changed = self
@@ -465,6 +577,7 @@ impl Registry {
         let mut plan = TopicPlan {
             applies: true,
             mappings: version_changed || register_first,
+            faithful: true,
             ..Default::default()
         };
         if wrapper.mapping_info.is_empty() && policy.delete_unlisted_topics {
@@ -487,17 +600,21 @@ impl Registry {
                 continue;
             };
             let current = self.topics.get(topic).and_then(|q| q.get(broker_name));
-            if unchanged && current.is_some() {
-                continue;
-            }
             let mut perm = tc.perm;
             if is_prime_slave && acting_master {
                 perm &= !PERM_WRITE;
             }
             let wanted = queues(tc, perm);
-            if current != Some(&wanted) {
-                plan.set.push((i, wanted));
+            if current == Some(&wanted) {
+                continue;
             }
+            if unchanged && current.is_some() {
+                // Java keeps what the table holds when the data version did not move (an admin
+                // may have changed it since), so the table now differs from what was listed.
+                plan.faithful = false;
+                continue;
+            }
+            plan.set.push((i, wanted));
         }
         plan
     }
@@ -520,6 +637,7 @@ impl Registry {
             }
             Joined::Member { min_id_changed } => min_id_changed,
         };
+        self.number_registration(&reg.from.broker_name, &reg.from.broker_addr);
         self.apply_topics(&reg, plan);
         self.refresh_live(&reg);
         self.set_filter_servers(&reg);
@@ -590,13 +708,20 @@ impl Registry {
             .is_some_and(|l| {
                 l.data_version.state_version > reg.body.wrapper.data_version.state_version
             });
-        if !stale {
-            bd.broker_addrs.insert(*broker_id, broker_addr.clone());
-        }
+        let replaced = if stale {
+            None
+        } else {
+            bd.broker_addrs
+                .insert(*broker_id, broker_addr.clone())
+                .filter(|old| old != broker_addr)
+        };
         if *bd != before {
             self.changes.shared = true;
             self.changes.cluster_info = true;
             self.bump_group(broker_name);
+        }
+        if let Some(old) = replaced {
+            self.forget_member(broker_name, &old);
         }
         if stale {
             Joined::Stale
@@ -734,6 +859,7 @@ impl Registry {
         let live = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr))?;
         live.last_update_ms = reg.now_ms;
         live.conn = reg.conn;
+        self.number_registration(&reg.broker_name, &reg.broker_addr);
         Some(self.registered(&reg.cluster, &reg.broker_name, reg.broker_id))
     }
 
@@ -775,9 +901,12 @@ impl Registry {
         }
         let epoch = self.group_epoch(&reg.broker_name);
         let live = self.live.get(&key(&reg.cluster, &reg.broker_addr))?;
-        live.last_registration
-            .as_ref()
-            .filter(|last| last.epoch == epoch)
+        live.last_registration.as_ref().filter(|last| {
+            last.epoch == epoch
+                && last.broker_name == reg.broker_name
+                && last.broker_id == reg.broker_id
+                && last.conn == reg.conn
+        })
     }
 
     /// Remembers a full registration with the group epoch it left.
@@ -791,6 +920,9 @@ impl Registry {
         let epoch = self.group_epoch(&reg.broker_name);
         if let Some(live) = self.live.get_mut(&key(&reg.cluster, &reg.broker_addr)) {
             live.last_registration = Some(LastRegistration {
+                broker_name: reg.broker_name.clone(),
+                broker_id: reg.broker_id,
+                conn: reg.conn,
                 fingerprint,
                 headers,
                 epoch,
@@ -801,13 +933,28 @@ impl Registry {
 
     // ---- leaving ----
 
-    /// Applies a batch of unregistrations (UNREGISTER_BROKER, expiry, connection loss).
-    /// Returns the notices to send.
-    pub fn unregister(&mut self, batch: &[Unregistration], notify: bool) -> Vec<MinIdNotice> {
+    /// Applies a batch of unregistrations (UNREGISTER_BROKER, expiry, connection loss), each
+    /// unless its member registered again after it was decided.
+    pub fn unregister(&mut self, batch: &[Unregistration], notify: bool) -> Unregistered {
         let mut removed = BTreeSet::new();
         let mut reduced = BTreeSet::new();
         let mut min_changed: Vec<(String, String)> = Vec::new();
+        let mut stale = 0;
         for req in batch {
+            if req.seen != UNFENCED
+                && self.member_seq(&req.broker_name, &req.broker_addr) > req.seen
+            {
+                stale += 1;
+                self.events.push(Event::new(
+                    EventKind::StaleUnregistrationIgnored,
+                    req.broker_name.clone(),
+                    format!(
+                        "{} id {} in {}: it registered again after the removal was decided",
+                        req.broker_addr, req.broker_id, req.cluster
+                    ),
+                ));
+                continue;
+            }
             let addr_key = key(&req.cluster, &req.broker_addr);
             let mut remove_name = false;
             if let Some(bd) = self.brokers.get_mut(&req.broker_name) {
@@ -842,6 +989,7 @@ impl Registry {
                 } else if was_min {
                     min_changed.push((req.broker_name.clone(), req.broker_addr.clone()));
                 }
+                self.forget_member(&req.broker_name, &req.broker_addr);
             }
             if remove_name {
                 if let Some(names) = self.clusters.get_mut(&req.cluster) {
@@ -906,9 +1054,12 @@ impl Registry {
         self.tell_topics("", "their last broker left");
 
         if !notify {
-            return Vec::new();
+            return Unregistered {
+                notices: Vec::new(),
+                stale,
+            };
         }
-        min_changed
+        let notices = min_changed
             .into_iter()
             .filter_map(|(name, offline)| {
                 let bd = self.brokers.get(&name).filter(|b| b.enable_acting_master)?;
@@ -921,7 +1072,8 @@ impl Registry {
                     recipients: bd.broker_addrs.values().cloned().collect(),
                 })
             })
-            .collect()
+            .collect();
+        Unregistered { notices, stale }
     }
 
     /// Whether `bd` belongs to `cluster`: the cluster it was created in, or one it joined later.
@@ -944,12 +1096,7 @@ impl Registry {
             }
             for (id, addr) in &bd.broker_addrs {
                 if *addr == live_key.addr {
-                    out.push(Unregistration {
-                        cluster: live_key.cluster.clone(),
-                        broker_addr: live_key.addr.clone(),
-                        broker_name: bd.broker_name.clone(),
-                        broker_id: *id,
-                    });
+                    out.push(self.unregistration(&live_key.cluster, addr, &bd.broker_name, *id));
                 }
             }
         }
@@ -985,6 +1132,41 @@ impl Registry {
             out.extend(found);
         }
         out
+    }
+
+    /// Connection `conn` closed: the removals of every broker still registered on it (one that
+    /// registered again on another connection is not).
+    pub fn closed(&mut self, conn: ConnId) -> Vec<Unregistration> {
+        let keys = self.registered_on(conn);
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        self.departures(&keys)
+    }
+
+    /// Brokers whose deadline passed at `now_ms`, and their removals, decided together: a
+    /// registration that landed before this is seen (and its broker kept), one after it is
+    /// numbered after the removals (which then leave it alone).
+    pub fn expire(&mut self, now_ms: i64) -> Expiry {
+        let expired: Vec<Expired> = self
+            .expired(now_ms)
+            .into_iter()
+            .map(|(key, conn)| {
+                let live = &self.live[&key];
+                Expired {
+                    silent_ms: now_ms - live.last_update_ms,
+                    timeout_ms: live.timeout_ms,
+                    key,
+                    conn,
+                }
+            })
+            .collect();
+        if expired.is_empty() {
+            return Expiry::default();
+        }
+        let keys: Vec<BrokerAddrKey> = expired.iter().map(|e| e.key.clone()).collect();
+        let leaving = self.departures(&keys);
+        Expiry { expired, leaving }
     }
 
     /// The live entries registered on connection `conn`.
@@ -1029,6 +1211,7 @@ impl Registry {
                         broker_addr: addr.clone(),
                         broker_name: bd.broker_name.clone(),
                         broker_id: *id,
+                        seen: UNFENCED,
                     });
                 }
             }
