@@ -12,6 +12,8 @@
 //! its write lock, so a body built from state that a mutation has since changed is never
 //! stored after that mutation dropped the topic.
 
+#[cfg(test)]
+mod interleavings;
 mod queues;
 #[cfg(test)]
 mod rules;
