@@ -26,6 +26,8 @@ pub enum Command {
     Mixed(MixedArgs),
     /// One broker registering many topics, repeatedly, with a fresh data version each time
     Register(RegisterArgs),
+    /// Brokers restarting at once (unregister, register again, then their route): none may be lost
+    Restarts(RestartArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
     Startup(StartupArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
@@ -166,6 +168,50 @@ pub struct RegisterArgs {
     /// After each registration, check that its first and last topics are routable
     #[arg(long)]
     pub verify_route: bool,
+}
+
+/// Where a restarting broker's unregistration and new registration travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RestartVariant {
+    /// Unregister on the old connection, register on a new one, close the old one after
+    NewConnection,
+    /// The same, with the old connection kept open until the round ends
+    NewConnectionKept,
+    /// Unregister and register on one connection
+    SameConnection,
+    /// Each of the above in turn
+    All,
+}
+
+impl RestartVariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            RestartVariant::NewConnection => "new-connection",
+            RestartVariant::NewConnectionKept => "new-connection-kept",
+            RestartVariant::SameConnection => "same-connection",
+            RestartVariant::All => "all",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RestartArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Rounds of each variant, shared among the brokers
+    #[arg(long, default_value_t = 1000)]
+    pub rounds: usize,
+    /// Brokers restarting at the same time, each with its own name, address and topics
+    #[arg(long, default_value_t = 8)]
+    pub brokers: usize,
+    #[arg(long, value_enum, default_value_t = RestartVariant::All)]
+    pub variant: RestartVariant,
+    /// Milliseconds between the registration's answer and the route check
+    #[arg(long, default_value_t = 50)]
+    pub settle_ms: u64,
+    /// Fail if any round lost its broker
+    #[arg(long)]
+    pub require_none_lost: bool,
 }
 
 #[derive(Args, Debug)]

@@ -2,6 +2,7 @@
 
 pub mod mixed;
 pub mod register;
+pub mod restarts;
 pub mod route;
 pub mod startup;
 
