@@ -153,6 +153,7 @@ public final class NamesrvDiff {
         runSeq("expiry", NamesrvDiff::seqExpiry);
         runSeq("misc-and-missing-fields", NamesrvDiff::seqMisc);
         runSeq("raw-frames", NamesrvDiff::seqRawFrames);
+        runSeq("table-at-unchanged-version", NamesrvDiff::seqUnchangedVersion);
         // Last: Java leaves brokers behind here (quirks of §5.2/§5.5), which would leak into later reads.
         runSeq("shared-names-and-connections", NamesrvDiff::seqShared);
         for (Allowed a : ALLOW) {
@@ -589,6 +590,58 @@ public final class NamesrvDiff {
         m.reg().topics(t("CTopic")).dv(3).send("register 1 topic (no pruning)");
         call("route kept topic", reader, route("CTopic2", V_CURRENT));
         call("get config at end", reader, req(319));
+    }
+
+    static void seqUnchangedVersion() {
+        // Java takes a topic's queues from a registration only when the broker's DataVersion differs
+        // from the one stored for its (cluster, address), or when the topic does not list the group
+        // yet; otherwise the stored route stands. Here the stored DataVersion belongs to another group
+        // on the same address, or the topic table changed without a new DataVersion.
+        String a0 = "127.0.0.1:29911";
+        Broker g2 = new Broker("ClusterV0", "broker-v2", 0, a0);
+        Broker g0 = new Broker("ClusterV1", "broker-v0", 0, a0);
+        Broker g2c1 = new Broker("ClusterV1", "broker-v2", 0, a0, g2.c); // g2 moved to cluster V1
+        g2.reg().topics(t("VTopic1", 1, 1, 6, 0), t("VTopic0", 1, 1, 6, 0)).dv(0)
+            .send("1: g2 in V0 with VTopic1:1, VTopic0:1, counter 0");
+        readVTopics("1");
+        g0.reg().topics(t("VTopic0", 1, 1, 6, 0), t("VTopic1", 1, 1, 6, 0)).dv(2)
+            .send("2: g0 in V1 on the same address with VTopic0:1, VTopic1:1, counter 2");
+        readVTopics("2");
+        g2c1.reg().topics(t("VTopic0", 3, 3, 6, 0)).dv(2)
+            .send("3: g2 now in V1 (same address) with VTopic0:3 only, counter 2");
+        readVTopics("3");
+        g2c1.reg().topics(t("VTopic0", 3, 3, 6, 0)).dv(0).send("4: g2 in V1 with VTopic0:3 again, counter 0");
+        readVTopics("4");
+        // Java's closed connections would leave g0 and g2's V0 entry behind (only the live entry
+        // still on a connection is found): unregister everything explicitly.
+        call("unregister g0 in V1", reader, g0.unregister(g0));
+        call("unregister g2 in V1", reader, g0.unregister(g2c1));
+        sleep(ASYNC_SETTLE_MS);
+        call("cluster info after unregistering V1", reader, req(106));
+        g2.reg().topics().dv(1).send("g2 back in V0 with no topics (to unregister its V0 entry)");
+        call("unregister g2 in V0", reader, g2.unregister(g2));
+        sleep(ASYNC_SETTLE_MS);
+        call("cluster info, V0 and V1 gone", reader, req(106));
+
+        // One broker, one connection: a changed topic table under an unchanged DataVersion.
+        Broker w = new Broker("ClusterW", "broker-w", 0, "127.0.0.1:29921");
+        w.reg().topics(t("WTopic3", 1, 1, 6, 0), t("WTopic2", 1, 1, 6, 0)).dv(0)
+            .send("WTopic3:1, WTopic2:1, counter 0");
+        call("route WTopic2 after first registration", reader, route("WTopic2", V_CURRENT));
+        w.reg().topics(t("WTopic2", 2, 2, 6, 0)).dv(0).send("WTopic2:2 only, counter 0 (unchanged)");
+        call("route WTopic2 after unchanged counter", reader, route("WTopic2", V_CURRENT));
+        call("route WTopic3 after unchanged counter", reader, route("WTopic3", V_CURRENT));
+        w.reg().topics(t("WTopic2", 2, 2, 6, 0)).dv(1).send("WTopic2:2 only, counter 1");
+        call("route WTopic2 after new counter", reader, route("WTopic2", V_CURRENT));
+        w.close();
+        sleep(ASYNC_SETTLE_MS);
+        call("cluster info, all gone", reader, req(106));
+    }
+
+    static void readVTopics(String step) {
+        call("route VTopic0 after step " + step, reader, route("VTopic0", V_CURRENT));
+        call("route VTopic1 after step " + step, reader, route("VTopic1", V_CURRENT));
+        call("cluster info after step " + step, reader, req(106));
     }
 
     static void seqShared() {

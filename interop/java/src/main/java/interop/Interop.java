@@ -1,5 +1,9 @@
 package interop;
 
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
@@ -24,7 +28,7 @@ import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
- * Scenarios 1, 2, 3 (preparation), 5 and 6 of the interop suite, driven through the 5.x admin and client API.
+ * Scenarios 1, 2, 3 (preparation), 5, 6 and 11 (preparation, route poller) of the interop suite, driven through the 5.x admin and client API.
  * Routing facts are read from the NameServer under test only, and broker addresses are learnt from it;
  * brokers are contacted directly only to create topics and to report their own view (HA status, topic
  * config). The expected values the driver passes in (addresses, pids) are what the NameServer must report.
@@ -69,6 +73,8 @@ public final class Interop {
                 case "old-prepare": it.oldPrepare(); break;
                 case "admin": it.adminApi(); break;
                 case "liveness": it.liveness(); break;
+                case "restart-prepare": it.restartPrepare(); break;
+                case "route-poll": it.routePoll(); break;
                 default: throw new IllegalArgumentException("unknown scenario " + argv[0]);
             }
         } catch (Throwable e) {
@@ -350,6 +356,52 @@ public final class Interop {
         } finally {
             producer.shutdown();
         }
+    }
+
+    // ---- scenario 11: a topic served by one broker only, and a route poller while the script restarts it ----
+    private void restartPrepare() throws Exception {
+        String broker = arg("broker"), topic = arg("topic");
+        createTopic(topic, false, masterOf(broker));
+        TopicRouteData r = awaitRoute(topic, broker);
+        log("route of %s served by %s only: %s", topic, broker, r.getQueueDatas());
+    }
+
+    /**
+     * Asks for the topic's route (GET_ROUTEINFO_BY_TOPIC) every intervalMs until the stop file exists and
+     * writes one line per answer to the out file: "EPOCH_MS OK" when the route lists the broker (queue
+     * data and a master address), else "EPOCH_MS MISS why". The time is taken when the answer arrived.
+     */
+    private void routePoll() throws Exception {
+        String broker = arg("broker"), topic = arg("topic");
+        long intervalMs = Long.parseLong(args.getOrDefault("intervalMs", "50"));
+        long maxMs = Long.parseLong(args.getOrDefault("maxMs", "280000"));
+        Path stop = Paths.get(arg("stop"));
+        int ok = 0, miss = 0;
+        long t0 = System.currentTimeMillis();
+        try (PrintWriter out = new PrintWriter(Files.newBufferedWriter(Paths.get(arg("out"))))) {
+            while (!Files.exists(stop) && System.currentTimeMillis() - t0 < maxMs) {
+                String state;
+                try {
+                    TopicRouteData r = admin.examineTopicRouteInfo(topic);
+                    BrokerData bd = brokerData(r, broker);
+                    state = queueData(r, broker) != null && bd != null && bd.getBrokerAddrs().get(0L) != null
+                        ? "OK" : "MISS not-listed";
+                } catch (MQClientException e) {
+                    state = "MISS code=" + e.getResponseCode();
+                } catch (Exception e) {
+                    state = "MISS " + e.getClass().getSimpleName();
+                }
+                out.println(System.currentTimeMillis() + " " + state);
+                out.flush();
+                if (state.equals("OK")) {
+                    ok++;
+                } else {
+                    miss++;
+                }
+                Thread.sleep(intervalMs);
+            }
+        }
+        log("route poller: %d answers listing %s, %d without it", ok, broker, miss);
     }
 
     private void awaitGone(String topic, String broker, long limitMs) throws Exception {
