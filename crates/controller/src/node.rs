@@ -26,12 +26,26 @@ pub use crate::state::code as response;
 
 /// Raft timing: a leader that dies is replaced in about two seconds, well inside the ten seconds
 /// a broker waits before it counts a controller as gone.
+const ELECTION_TIMEOUT_MIN_MS: u64 = 1_000;
+
+/// How long a leader goes on calling itself leader after a quorum last acknowledged it. openraft
+/// keeps a leader that hears from no one a leader until it sees a higher term, while the others
+/// elect a new one once they have not heard from it for an election timeout: a lease no longer
+/// than the shortest election timeout ends before any successor can be elected, so that two
+/// nodes never claim leadership at once. (openraft dates an acknowledgement from when the
+/// acknowledged request was sent, which is before any follower's timer restarted.)
+const LEADER_LEASE: Duration = Duration::from_millis(ELECTION_TIMEOUT_MIN_MS);
+
+/// A request that needs the group gets its answer within this, as Java bounds every controller
+/// request at 5 s: a leader cut off from the others answers an error instead of hanging.
+const COMMIT_DEADLINE: Duration = Duration::from_secs(5);
+
 fn raft_config(group: &str) -> openraft::Config {
     openraft::Config {
         cluster_name: group.to_string(),
         heartbeat_interval: 250,
-        election_timeout_min: 1_000,
-        election_timeout_max: 2_000,
+        election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
+        election_timeout_max: 2 * ELECTION_TIMEOUT_MIN_MS,
         install_snapshot_timeout: 5_000,
         // Chunks travel as JSON (about three bytes a byte): keep frames far below the port's cap.
         snapshot_max_chunk_size: 1024 * 1024,
@@ -60,6 +74,8 @@ pub struct Controller {
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
     leader_since: Mutex<Option<Instant>>,
+    /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
+    quorum_acked_at: Mutex<Option<Instant>>,
     /// The connection heartbeats are forwarded on, and the leader it goes to.
     leader_link: Arc<Mutex<Option<(u64, Client)>>>,
     shutdown: CancellationToken,
@@ -102,6 +118,7 @@ impl Controller {
             notifier: Notifier,
             counters: Counters::default(),
             leader_since: Mutex::new(None),
+            quorum_acked_at: Mutex::new(None),
             leader_link: Default::default(),
             shutdown: CancellationToken::new(),
         });
@@ -135,14 +152,26 @@ impl Controller {
         Ok(())
     }
 
+    /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
+    /// off from the others stops saying so before they can elect another.
     pub fn is_leader(&self) -> bool {
-        self.raft.metrics().borrow().state == ServerState::Leader
+        self.raft.metrics().borrow().state == ServerState::Leader && self.holds_lease()
     }
 
-    /// (leader id, leader address) as the group's members are named in the config.
+    fn holds_lease(&self) -> bool {
+        self.quorum_acked_at
+            .lock()
+            .is_some_and(|at| at.elapsed() < LEADER_LEASE)
+    }
+
+    /// (leader id, leader address) as the group's members are named in the config; `None` when
+    /// this node would name itself without holding the lease.
     pub fn leader(&self) -> Option<(String, String)> {
         let leader = self.raft.metrics().borrow().current_leader?;
         let config = self.config.read();
+        if leader == config.self_node_id() && !self.is_leader() {
+            return None;
+        }
         config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
     }
 
@@ -257,26 +286,42 @@ impl Controller {
         }
     }
 
-    /// Proposes a command and waits until it is applied; the reply is the state machine's.
+    /// Proposes a command and waits until it is applied; the reply is the state machine's. A
+    /// node without the lease refuses at once, and a proposal not committed within the deadline
+    /// is answered as failed (it may still commit later, as with Java's timed-out requests).
     pub async fn write(&self, cmd: Command) -> Result<Reply, Refusal> {
-        match self.raft.client_write(cmd).await {
-            Ok(resp) => Ok(resp.data),
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) => {
+        if !self.is_leader() {
+            return Err(Refusal::NotLeader);
+        }
+        match tokio::time::timeout(COMMIT_DEADLINE, self.raft.client_write(cmd)).await {
+            Err(_) => Err(Refusal::Failed(format!(
+                "not committed within {} s: no quorum of controller nodes answered",
+                COMMIT_DEADLINE.as_secs()
+            ))),
+            Ok(Ok(resp)) => Ok(resp.data),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => {
                 Err(Refusal::NotLeader)
             }
-            Err(e) => Err(Refusal::Failed(e.to_string())),
+            Ok(Err(e)) => Err(Refusal::Failed(e.to_string())),
         }
     }
 
     /// Runs `f` on the state once this node has confirmed it is still the leader and has
-    /// applied everything committed before the call.
+    /// applied everything committed before the call, within the deadline.
     pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, Refusal> {
-        match self.raft.ensure_linearizable().await {
-            Ok(_) => Ok(f(&self.applied.read())),
-            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => {
-                Err(Refusal::NotLeader)
-            }
-            Err(e) => Err(Refusal::Failed(e.to_string())),
+        if !self.is_leader() {
+            return Err(Refusal::NotLeader);
+        }
+        match tokio::time::timeout(COMMIT_DEADLINE, self.raft.ensure_linearizable()).await {
+            Err(_) => Err(Refusal::Failed(format!(
+                "leadership not confirmed within {} s: no quorum of controller nodes answered",
+                COMMIT_DEADLINE.as_secs()
+            ))),
+            Ok(Ok(_)) => Ok(f(&self.applied.read())),
+            Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(
+                _,
+            )))) => Err(Refusal::NotLeader),
+            Ok(Err(e)) => Err(Refusal::Failed(e.to_string())),
         }
     }
 
@@ -430,11 +475,26 @@ pub struct RaftStatus {
     pub last_applied: Option<u64>,
 }
 
-/// Notes when this node becomes leader or stops being one.
+/// Notes when this node becomes leader or stops being one, and when a quorum last acknowledged
+/// it. openraft reports its metrics at every turn of its loop, heartbeat rounds included.
 async fn watch_role(controller: Arc<Controller>) {
     let mut metrics = controller.raft.metrics();
     loop {
-        let leader = metrics.borrow().state == ServerState::Leader;
+        let (leader, since_ack) = {
+            let m = metrics.borrow();
+            (m.state == ServerState::Leader, m.millis_since_quorum_ack)
+        };
+        {
+            let acked =
+                since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
+            let mut at = controller.quorum_acked_at.lock();
+            // Only ever later: a report is a look back from when it was made.
+            *at = match (leader, *at, acked) {
+                (false, ..) => None,
+                (true, Some(old), Some(new)) => Some(old.max(new)),
+                (true, old, new) => new.or(old),
+            };
+        }
         {
             let mut since = controller.leader_since.lock();
             match (leader, since.is_some()) {
