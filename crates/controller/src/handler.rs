@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
-use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT};
+use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
 use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
 use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
@@ -207,12 +207,22 @@ fn heartbeat(
     let Some(broker_id) = req.ext_i64("brokerId") else {
         return invalid("Heart beat with empty brokerId");
     };
+    // The broker chooses its own timeout; capped, so that no entry can be made never to
+    // expire.
     let timeout = req
         .ext_i64("heartbeatTimeoutMills")
         .filter(|t| *t > 0)
         .map_or(DEFAULT_TIMEOUT, |t| {
-            std::time::Duration::from_millis(t as u64)
+            std::time::Duration::from_millis(t as u64).min(MAX_HEARTBEAT_TIMEOUT)
         });
+    // Java reads the epoch as an Integer and refuses what does not fit; it is not truncated.
+    let epoch = match req.ext("epoch") {
+        None => -1,
+        Some(_) => match req.ext_i64("epoch").and_then(|e| i32::try_from(e).ok()) {
+            Some(epoch) => epoch,
+            None => return invalid("epoch must be an int"),
+        },
+    };
     let key = BrokerKey {
         cluster_name: req.ext("clusterName").unwrap_or_default().to_string(),
         broker_name: req.ext("brokerName").unwrap_or_default().to_string(),
@@ -221,7 +231,7 @@ fn heartbeat(
     let beat = Heartbeat {
         broker_addr: req.ext("brokerAddr").unwrap_or_default().to_string(),
         timeout,
-        epoch: req.ext_i64("epoch").map_or(-1, |e| e as i32),
+        epoch,
         max_offset: req.ext_i64("maxOffset").unwrap_or(-1),
         confirm_offset: req.ext_i64("confirmOffset").unwrap_or(-1),
         // A broker that says nothing has the lowest priority, as Java's broker default does.
@@ -274,9 +284,10 @@ async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingComman
     let (Some(name), Some(master), Some(master_epoch)) = (
         req.ext("brokerName"),
         req.ext_i64("masterBrokerId"),
-        req.ext_i64("masterEpoch"),
+        req.ext_i64("masterEpoch")
+            .and_then(|e| i32::try_from(e).ok()),
     ) else {
-        return invalid("brokerName, masterBrokerId and masterEpoch are required");
+        return invalid("brokerName, masterBrokerId and masterEpoch (an int) are required");
     };
     let Some((set, set_epoch)) = req.body.as_deref().and_then(parse_sync_state_set) else {
         return invalid("the body must be a SyncStateSet");
@@ -284,7 +295,7 @@ async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingComman
     let cmd = Command::AlterSyncStateSet {
         broker_name: name.to_string(),
         master_broker_id: master,
-        master_epoch: master_epoch as i32,
+        master_epoch,
         new_sync_state_set: set,
         sync_state_set_epoch: set_epoch,
         alive: controller.alive_ids(name),

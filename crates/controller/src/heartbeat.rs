@@ -10,6 +10,9 @@ use crate::state::LiveBroker;
 /// Java's default `controllerHeartBeatTimeoutMills`, used when a heartbeat does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest timeout a broker may choose for itself: the NameServer's own broker timeout.
+pub const MAX_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(120);
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BrokerKey {
     pub cluster_name: String,
@@ -96,6 +99,16 @@ impl LiveTable {
                 }
                 // A broker's own connection, if it has one here, still tells of its death.
                 beat.connection = self.brokers.get(&key).map_or(0, |e| e.beat.connection);
+            }
+        }
+        // Where it stands in its log only moves forward, as Java keeps it: a heartbeat that a
+        // follower forwarded late, or one overtaken on the way, must not lower the offset an
+        // election ranks the broker by. A closed connection or an expiry starts it afresh.
+        if let Some(prev) = self.brokers.get(&key) {
+            let (p, b) = (&prev.beat, &beat);
+            if (b.epoch, b.max_offset) <= (p.epoch, p.max_offset) {
+                (beat.epoch, beat.max_offset, beat.confirm_offset) =
+                    (p.epoch, p.max_offset, p.confirm_offset);
             }
         }
         self.brokers.insert(key, Entry { beat, last: now });
@@ -286,6 +299,45 @@ mod tests {
         // The broker itself speaks again: alive at once.
         table.on_heartbeat(key("a", 1), beat(8, 3), Via::Direct, soon);
         assert!(table.is_active("c", "a", 1, soon));
+    }
+
+    #[test]
+    fn a_heartbeat_never_lowers_the_epoch_and_offset_an_election_ranks_on() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        let at = |epoch, offset| {
+            let mut b = beat(1, epoch);
+            b.max_offset = offset;
+            b
+        };
+        table.on_heartbeat(key("a", 1), at(3, 500), Via::Direct, t0);
+        // Late, forwarded by a follower: an older offset of the same epoch.
+        table.on_heartbeat(key("a", 1), at(3, 200), Via::Follower, t0);
+        assert_eq!(table.live_of("a", t0)[&1].max_offset, 500);
+        table.on_heartbeat(key("a", 1), at(2, 900), Via::Direct, t0);
+        assert_eq!(
+            (
+                table.live_of("a", t0)[&1].epoch,
+                table.live_of("a", t0)[&1].max_offset
+            ),
+            (3, 500),
+            "an older epoch does not count, whatever its offset"
+        );
+        table.on_heartbeat(key("a", 1), at(4, 10), Via::Direct, t0);
+        assert_eq!(table.live_of("a", t0)[&1].epoch, 4, "a newer epoch does");
+        assert_eq!(table.live_of("a", t0)[&1].max_offset, 10);
+        // A broker that left starts afresh.
+        table.on_connection_closed(1, t0);
+        table.on_heartbeat(
+            key("a", 1),
+            at(1, 5),
+            Via::Direct,
+            t0 + Duration::from_secs(4),
+        );
+        assert_eq!(
+            table.live_of("a", t0 + Duration::from_secs(4))[&1].max_offset,
+            5
+        );
     }
 
     #[test]

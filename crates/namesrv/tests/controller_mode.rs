@@ -275,7 +275,25 @@ async fn malformed_controller_requests_get_an_error_and_change_nothing() {
     let mut a = joined(&cluster, "grp", "127.0.0.1:41041").await;
     a.elect_self(&cluster.controllers).await.unwrap();
     let before = a.replica_info(&cluster.controllers).await.unwrap();
+    let id = a.id.expect("an id");
+    // An epoch that only fits in 64 bits: cut to 32 bits it would be the master's epoch.
+    let wrapped_epoch = (1i64 << 32) + i64::from(before.master_epoch);
+    let set = format!(
+        "{{\"syncStateSet\":[{id}],\"syncStateSetEpoch\":{}}}",
+        before.sync_state_set_epoch
+    );
     let hostile = [
+        RemotingCommand::request(CONTROLLER_ALTER_SYNC_STATE_SET)
+            .with_ext("brokerName", "grp")
+            .with_ext("masterBrokerId", id)
+            .with_ext("masterEpoch", wrapped_epoch)
+            .with_body(set.into_bytes()),
+        RemotingCommand::request(rocketmq_wire::codes::request::BROKER_HEARTBEAT)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", "grp")
+            .with_ext("brokerAddr", "127.0.0.1:41041")
+            .with_ext("brokerId", id)
+            .with_ext("epoch", wrapped_epoch),
         RemotingCommand::request(CONTROLLER_ALTER_SYNC_STATE_SET)
             .with_ext("brokerName", "grp")
             .with_ext("masterBrokerId", 1)
