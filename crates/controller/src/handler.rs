@@ -12,13 +12,30 @@ use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
 use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
 
-/// Serves one request; `None` for a oneway request.
+/// Serves one request that came from `from` on `connection`; `None` for a oneway request.
 pub async fn handle(
     controller: &Arc<Controller>,
     req: &RemotingCommand,
     connection: u64,
+    from: std::net::IpAddr,
 ) -> Option<RemotingCommand> {
+    let peers_only = matches!(
+        req.code,
+        codes::RAFT_APPEND_ENTRIES
+            | codes::RAFT_VOTE
+            | codes::RAFT_INSTALL_SNAPSHOT
+            | codes::FORWARDED_HEARTBEAT
+    );
     let answer = match req.code {
+        // A forged vote with a high term would depose the leader, a forged heartbeat keep a dead
+        // broker alive: only the group's members speak these.
+        _ if peers_only && !controller.is_peer(from) => {
+            tracing::warn!(%from, code = req.code, "controller peer request from a non-member refused");
+            Answer::code(
+                response::NO_PERMISSION,
+                "raft requests are accepted from the controller group's members only",
+            )
+        }
         request::BROKER_HEARTBEAT => {
             let answer = heartbeat(controller, req, connection, Via::Direct);
             if answer.code == response::SUCCESS {

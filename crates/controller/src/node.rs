@@ -74,6 +74,11 @@ pub struct Controller {
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
     leader_since: Mutex<Option<Instant>>,
+    /// The addresses of the group's members: Raft requests and forwarded heartbeats are
+    /// accepted from these only.
+    peer_ips: std::collections::HashSet<std::net::IpAddr>,
+    /// The node's own address, which its connections to peers come from.
+    source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
     /// The connection heartbeats are forwarded on, and the leader it goes to.
@@ -96,7 +101,9 @@ impl Controller {
         let applied = sm.shared();
         let node_id = config.self_node_id();
         let raft_cfg = Arc::new(raft_config(&config.group).validate()?);
-        let raft = Raft::new(node_id, raft_cfg, Network, log, sm).await?;
+        let peer_ips = resolve_peers(&config).await;
+        let source = resolve(&config.self_peer().addr).await.into_iter().next();
+        let raft = Raft::new(node_id, raft_cfg, Network { source }, log, sm).await?;
         if !raft.is_initialized().await? {
             let members: BTreeMap<u64, BasicNode> = config
                 .peers
@@ -118,6 +125,8 @@ impl Controller {
             notifier: Notifier,
             counters: Counters::default(),
             leader_since: Mutex::new(None),
+            peer_ips,
+            source,
             quorum_acked_at: Mutex::new(None),
             leader_link: Default::default(),
             shutdown: CancellationToken::new(),
@@ -150,6 +159,11 @@ impl Controller {
         }
         config.apply_update(props);
         Ok(())
+    }
+
+    /// Whether `ip` is an address of one of the group's members.
+    pub fn is_peer(&self, ip: std::net::IpAddr) -> bool {
+        self.peer_ips.contains(&ip)
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
@@ -238,6 +252,7 @@ impl Controller {
         let mut forwarded = RemotingCommand::request(codes::FORWARDED_HEARTBEAT).oneway();
         forwarded.ext_fields = heartbeat.ext_fields.clone();
         let link = self.leader_link.clone();
+        let source = self.source;
         tokio::spawn(async move {
             let existing = link
                 .lock()
@@ -247,11 +262,8 @@ impl Controller {
             let client = match existing {
                 Some(c) => c,
                 None => {
-                    let connect = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        Client::connect(addr.as_str()),
-                    );
-                    let Ok(Ok(c)) = connect.await else { return };
+                    let connect = Client::connect_from(&addr, source, Duration::from_secs(1));
+                    let Ok(c) = connect.await else { return };
                     *link.lock() = Some((leader, c.clone()));
                     c
                 }
@@ -562,6 +574,25 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
             controller.trigger_election(&name).await;
         }
     }
+}
+
+/// The addresses a `host:port` resolves to; none if it does not.
+async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
+    match tokio::net::lookup_host(addr).await {
+        Ok(found) => found.map(|a| a.ip()).collect(),
+        Err(e) => {
+            tracing::warn!(%addr, "cannot resolve a controller peer: {e}");
+            Vec::new()
+        }
+    }
+}
+
+async fn resolve_peers(config: &ControllerConfig) -> std::collections::HashSet<std::net::IpAddr> {
+    let mut ips = std::collections::HashSet::new();
+    for peer in &config.peers {
+        ips.extend(resolve(&peer.addr).await);
+    }
+    ips
 }
 
 /// A connection id source for the heartbeat table.

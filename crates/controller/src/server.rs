@@ -58,12 +58,17 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
         let stop = stop.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            connection(stream, controller, stop).await;
+            connection(stream, peer.ip(), controller, stop).await;
         });
     }
 }
 
-async fn connection(stream: TcpStream, controller: Arc<Controller>, stop: CancellationToken) {
+async fn connection(
+    stream: TcpStream,
+    from: std::net::IpAddr,
+    controller: Arc<Controller>,
+    stop: CancellationToken,
+) {
     let _ = stream.set_nodelay(true);
     let id = next_connection_id();
     let (read, write) = stream.into_split();
@@ -99,7 +104,7 @@ async fn connection(stream: TcpStream, controller: Arc<Controller>, stop: Cancel
         let (controller, tx) = (controller.clone(), tx.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            if let Some(resp) = handler::handle(&controller, &req, id).await {
+            if let Some(resp) = handler::handle(&controller, &req, id, from).await {
                 let _ = tx.send(resp).await;
             }
         });

@@ -45,6 +45,50 @@ impl Client {
         Ok(Self::from_stream(stream))
     }
 
+    /// Connects within `deadline`, from `source` when it is given (a node whose peers know it
+    /// by one address speaks from that address, whatever interface the route would pick).
+    pub async fn connect_from(
+        addr: &str,
+        source: Option<std::net::IpAddr>,
+        deadline: std::time::Duration,
+    ) -> Result<Self, ClientError> {
+        let connect = async {
+            let Some(source) = source.filter(|ip| !ip.is_unspecified()) else {
+                return TcpStream::connect(addr).await;
+            };
+            let mut last = None;
+            for target in tokio::net::lookup_host(addr).await? {
+                let socket = if target.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()?
+                } else {
+                    tokio::net::TcpSocket::new_v6()?
+                };
+                if socket.bind(std::net::SocketAddr::new(source, 0)).is_err() {
+                    // Not an address of this host for that family: let the route choose.
+                    return TcpStream::connect(target).await;
+                }
+                match socket.connect(target).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(e) => last = Some(e),
+                }
+            }
+            Err(last.unwrap_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
+            }))
+        };
+        let stream = match tokio::time::timeout(deadline, connect).await {
+            Ok(stream) => stream.map_err(ClientError::Connect)?,
+            Err(_) => {
+                return Err(ClientError::Connect(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connect timed out",
+                )))
+            }
+        };
+        stream.set_nodelay(true).map_err(ClientError::Connect)?;
+        Ok(Self::from_stream(stream))
+    }
+
     pub fn from_stream(stream: TcpStream) -> Self {
         let (read, write) = stream.into_split();
         Self::from_halves(read, write)

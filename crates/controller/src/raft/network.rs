@@ -21,9 +21,12 @@ use super::TypeConfig;
 
 type NodeId = u64;
 
-/// Makes one connection per peer, on demand.
+/// Makes one connection per peer, on demand, from the node's own address: peers accept Raft
+/// traffic only from the addresses the group lists.
 #[derive(Clone, Default)]
-pub struct Network;
+pub struct Network {
+    pub source: Option<std::net::IpAddr>,
+}
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerLink;
@@ -31,6 +34,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, _target: NodeId, node: &BasicNode) -> Self::Network {
         PeerLink {
             addr: node.addr.clone(),
+            source: self.source,
             client: None,
         }
     }
@@ -38,6 +42,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 
 pub struct PeerLink {
     addr: String,
+    source: Option<std::net::IpAddr>,
     client: Option<Client>,
 }
 
@@ -58,12 +63,9 @@ impl PeerLink {
         let client = match &self.client {
             Some(c) => c.clone(),
             None => {
-                let connect = tokio::time::timeout(timeout, Client::connect(self.addr.as_str()));
-                let c = match connect.await {
-                    Ok(Ok(c)) => c,
-                    Ok(Err(e)) => return Err(Failure::Unreachable(e.to_string())),
-                    Err(_) => return Err(Failure::Unreachable("connect timed out".into())),
-                };
+                let c = Client::connect_from(&self.addr, self.source, timeout)
+                    .await
+                    .map_err(|e| Failure::Unreachable(e.to_string()))?;
                 self.client = Some(c.clone());
                 c
             }
