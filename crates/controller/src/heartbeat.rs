@@ -53,11 +53,17 @@ impl Active {
 /// election its death starts.
 const FORWARD_GRACE: Duration = Duration::from_secs(3);
 
+/// The node looks at its table at least every second (its silent-broker scan): a longer gap
+/// between two looks means the node itself stood still.
+const PAUSE_GAP: Duration = Duration::from_secs(2);
+
 #[derive(Default)]
 pub struct LiveTable {
     brokers: HashMap<BrokerKey, Entry>,
     /// Brokers whose connection closed, and when.
     closed: HashMap<BrokerKey, Instant>,
+    /// When the node last looked at the table.
+    last_look: Option<Instant>,
 }
 
 /// Where a heartbeat came from.
@@ -186,6 +192,29 @@ impl LiveTable {
     }
 
     /// Removes the brokers whose heartbeats came on a connection that has closed.
+    /// Notes that the node looks at the table at `now`. A gap since the last look longer than a
+    /// scan can explain means the node was paused (SIGSTOP, a stalled VM): the pause is not
+    /// counted against the brokers ([`LiveTable::resumed_after`]), and its length returned.
+    pub fn look(&mut self, now: Instant) -> Option<Duration> {
+        let last = self
+            .last_look
+            .replace(now.max(self.last_look.unwrap_or(now)))?;
+        let gap = now.saturating_duration_since(last);
+        (gap > PAUSE_GAP).then(|| {
+            self.resumed_after(gap, now);
+            gap
+        })
+    }
+
+    /// This node was paused (SIGSTOP, a VM stall) for `paused`: what brokers sent meanwhile is
+    /// still on its way in, so their silence is counted from before the pause as if it had not
+    /// happened, instead of expiring every broker at once.
+    pub fn resumed_after(&mut self, paused: Duration, now: Instant) {
+        for entry in self.brokers.values_mut() {
+            entry.last = (entry.last + paused).min(now);
+        }
+    }
+
     pub fn on_connection_closed(&mut self, connection: u64, now: Instant) -> Vec<BrokerKey> {
         let gone: Vec<BrokerKey> = self
             .brokers
@@ -337,6 +366,29 @@ mod tests {
         assert_eq!(
             table.live_of("a", t0 + Duration::from_secs(4))[&1].max_offset,
             5
+        );
+    }
+
+    #[test]
+    fn a_pause_of_the_node_itself_is_not_counted_as_the_brokers_silence() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
+        assert_eq!(table.look(t0), None);
+        assert_eq!(
+            table.look(t0 + Duration::from_secs(1)),
+            None,
+            "a scan's gap"
+        );
+        // Paused 30 s; the broker's timeout is 10 s.
+        let resumed = t0 + Duration::from_secs(31);
+        assert_eq!(table.look(resumed), Some(Duration::from_secs(30)));
+        assert!(table.expire(resumed).is_empty());
+        assert!(table.is_active("c", "a", 1, resumed));
+        // A broker that really went quiet expires on its own timeout after all.
+        assert_eq!(
+            table.expire(resumed + Duration::from_secs(10)),
+            vec![key("a", 1)]
         );
     }
 

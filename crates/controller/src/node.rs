@@ -217,7 +217,7 @@ impl Controller {
             leader_address: leader.map(|p| p.addr.clone()),
             groups,
             groups_total,
-            live_brokers: self.live.lock().len(),
+            live_brokers: self.live_table().len(),
             elections_new_master: c.elections_new_master.load(Ordering::Relaxed),
             elections_kept_master: c.elections_kept_master.load(Ordering::Relaxed),
             elections_no_master: c.elections_no_master.load(Ordering::Relaxed),
@@ -228,8 +228,7 @@ impl Controller {
 
     pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat, via: Via) {
         self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
-        self.live
-            .lock()
+        self.live_table()
             .on_heartbeat(key, beat, via, Instant::now());
     }
 
@@ -274,13 +273,26 @@ impl Controller {
         });
     }
 
+    /// The heartbeat table, once it has noted the time: the first look after this node was
+    /// paused judges brokers as if the pause had not happened.
+    fn live_table(&self) -> parking_lot::MutexGuard<'_, LiveTable> {
+        let mut table = self.live.lock();
+        if let Some(paused) = table.look(Instant::now()) {
+            tracing::warn!(
+                paused_ms = paused.as_millis() as u64,
+                "this controller node was paused; brokers' silence during the pause is not counted"
+            );
+        }
+        table
+    }
+
     /// The brokers alive now, to judge liveness without holding the heartbeat table.
     pub fn active_brokers(&self) -> crate::heartbeat::Active {
-        self.live.lock().active(Instant::now())
+        self.live_table().active(Instant::now())
     }
 
     pub fn live_view(&self) -> Vec<LiveView> {
-        self.live.lock().view(Instant::now())
+        self.live_table().view(Instant::now())
     }
 
     pub fn groups(&self) -> Vec<GroupView> {
@@ -290,8 +302,7 @@ impl Controller {
     /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
     pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
         let gone = self
-            .live
-            .lock()
+            .live_table()
             .on_connection_closed(connection, Instant::now());
         for key in gone {
             self.clone().on_broker_inactive(key);
@@ -339,11 +350,11 @@ impl Controller {
 
     /// The facts of a broker name's live members, fixed into an election command.
     pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::state::LiveBroker> {
-        self.live.lock().live_of(broker_name, Instant::now())
+        self.live_table().live_of(broker_name, Instant::now())
     }
 
     pub fn alive_ids(&self, broker_name: &str) -> std::collections::BTreeSet<i64> {
-        self.live.lock().alive_ids(broker_name, Instant::now())
+        self.live_table().alive_ids(broker_name, Instant::now())
     }
 
     pub fn elect_unclean(&self) -> bool {
@@ -372,7 +383,7 @@ impl Controller {
         }
         let now = Instant::now();
         let targets: Vec<String> = {
-            let live = self.live.lock();
+            let live = self.live_table();
             change
                 .members
                 .iter()
@@ -532,7 +543,8 @@ async fn watch_role(controller: Arc<Controller>) {
 async fn scan_silent_brokers(controller: Arc<Controller>) {
     loop {
         // At least every second: each broker's own timeout decides when it is gone; scanning
-        // more often than the configured interval only shortens how late that is noticed.
+        // more often than the configured interval only shortens how late that is noticed. It
+        // also keeps the table looked at every second, which is how a pause of the node shows.
         let interval = controller
             .config
             .read()
@@ -542,7 +554,7 @@ async fn scan_silent_brokers(controller: Arc<Controller>) {
             _ = controller.shutdown.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
         }
-        let gone = controller.live.lock().expire(Instant::now());
+        let gone = controller.live_table().expire(Instant::now());
         for key in gone {
             controller.clone().on_broker_inactive(key);
         }

@@ -558,3 +558,55 @@ async fn a_node_whose_store_was_deleted_is_refilled_and_the_group_goes_on() {
     }
     assert_eq!(next.as_deref(), Some("2"));
 }
+
+/// A node frozen (SIGSTOP) for longer than its brokers' heartbeat timeout judges them, once it
+/// runs again, by the heartbeats they sent meanwhile, not by the silence it caused: no broker is
+/// failed over because the controller itself stood still.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_resumed_after_a_pause_fails_over_no_broker_that_kept_heartbeating() {
+    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    leader_of(&cluster).await;
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41091").await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41092").await;
+    in_sync(&cluster, &mut master, &mut slave).await;
+    let before = master.replica_info(&cluster.controllers).await.unwrap();
+    // Both go on heartbeating every 300 ms (a 1.5 s timeout) from their own connections.
+    let beating = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut beats = Vec::new();
+    for (addr, id) in [
+        ("127.0.0.1:41091", master.id),
+        ("127.0.0.1:41092", slave.id),
+    ] {
+        let mut b = ControllerBroker::new("CtlCluster", "grp", addr);
+        (b.id, b.heartbeat_timeout_ms) = (id, 1_500);
+        let (controllers, beating) = (cluster.controllers.clone(), beating.clone());
+        beats.push(tokio::spawn(async move {
+            while beating.load(std::sync::atomic::Ordering::Relaxed) {
+                b.heartbeat(&controllers).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }));
+    }
+    let pid = cluster.nodes[0].as_ref().unwrap().pid().to_string();
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    signal("-STOP");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    signal("-CONT");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = master.replica_info(&cluster.controllers).await.unwrap();
+    beating.store(false, std::sync::atomic::Ordering::Relaxed);
+    for b in beats {
+        b.await.unwrap();
+    }
+    assert_eq!(after.master_id, before.master_id, "{after:?}");
+    assert_eq!(
+        after.master_epoch, before.master_epoch,
+        "no failover: {after:?}"
+    );
+}
