@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,openraft=off".into()),
+                .unwrap_or_else(|_| "info,openraft=error".into()),
         )
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -69,8 +69,21 @@ fn main() -> ExitCode {
             }
         };
         println!("Controller Server boot success, address {}", running.addr);
-        let _ = tokio::signal::ctrl_c().await;
-        running.shutdown().await;
-        ExitCode::SUCCESS
+        let controller = running.controller.clone();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {
+                running.shutdown().await;
+                ExitCode::SUCCESS
+            }
+            // Fail-stop: a node whose store cannot be written must not linger as a member that
+            // answers errors forever; a supervisor restarts it once the disk is fixed.
+            _ = controller.failed() => {
+                eprintln!(
+                    "controller stopped: {}",
+                    controller.failure().unwrap_or_default()
+                );
+                ExitCode::FAILURE
+            }
+        }
     })
 }

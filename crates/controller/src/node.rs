@@ -81,6 +81,10 @@ pub struct Controller {
     source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
+    /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
+    /// names no leader and claims nothing, and whoever runs it is told through `failed`.
+    fatal: Mutex<Option<String>>,
+    failed: CancellationToken,
     /// The connection heartbeats are forwarded on, and the leader it goes to.
     leader_link: Arc<Mutex<Option<(u64, Client)>>>,
     shutdown: CancellationToken,
@@ -128,6 +132,8 @@ impl Controller {
             peer_ips,
             source,
             quorum_acked_at: Mutex::new(None),
+            fatal: Mutex::new(None),
+            failed: CancellationToken::new(),
             leader_link: Default::default(),
             shutdown: CancellationToken::new(),
         });
@@ -169,7 +175,28 @@ impl Controller {
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
     /// off from the others stops saying so before they can elect another.
     pub fn is_leader(&self) -> bool {
-        self.raft.metrics().borrow().state == ServerState::Leader && self.holds_lease()
+        self.raft.metrics().borrow().state == ServerState::Leader
+            && self.holds_lease()
+            && self.failure().is_none()
+    }
+
+    /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
+    pub fn failure(&self) -> Option<String> {
+        self.fatal.lock().clone()
+    }
+
+    /// Resolves once the node has stopped serving for good; [`Controller::failure`] says why.
+    pub async fn failed(&self) {
+        self.failed.cancelled().await
+    }
+
+    fn fail(&self, why: String) {
+        let mut fatal = self.fatal.lock();
+        if fatal.is_none() {
+            tracing::error!(reason = %why, "the controller node stopped: its Raft core failed");
+            *fatal = Some(why);
+            self.failed.cancel();
+        }
     }
 
     fn holds_lease(&self) -> bool {
@@ -181,6 +208,9 @@ impl Controller {
     /// (leader id, leader address) as the group's members are named in the config; `None` when
     /// this node would name itself without holding the lease.
     pub fn leader(&self) -> Option<(String, String)> {
+        if self.failure().is_some() {
+            return None;
+        }
         let leader = self.raft.metrics().borrow().current_leader?;
         let config = self.config.read();
         if leader == config.self_node_id() && !self.is_leader() {
@@ -192,7 +222,10 @@ impl Controller {
     pub fn raft_status(&self) -> RaftStatus {
         let m = self.raft.metrics().borrow().clone();
         RaftStatus {
-            state: format!("{:?}", m.state),
+            state: match self.failure() {
+                Some(why) => format!("Stopped ({why})"),
+                None => format!("{:?}", m.state),
+            },
             term: m.current_term,
             leader: m.current_leader,
             last_applied: m.last_applied.map(|l| l.index),
@@ -503,10 +536,19 @@ pub struct RaftStatus {
 async fn watch_role(controller: Arc<Controller>) {
     let mut metrics = controller.raft.metrics();
     loop {
-        let (leader, since_ack) = {
+        let (leader, since_ack, fatal) = {
             let m = metrics.borrow();
-            (m.state == ServerState::Leader, m.millis_since_quorum_ack)
+            let fatal = m.running_state.as_ref().err().map(ToString::to_string);
+            (
+                m.state == ServerState::Leader,
+                m.millis_since_quorum_ack,
+                fatal,
+            )
         };
+        if let Some(why) = fatal {
+            controller.fail(why);
+            return;
+        }
         {
             let acked =
                 since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
@@ -534,7 +576,12 @@ async fn watch_role(controller: Arc<Controller>) {
         }
         tokio::select! {
             _ = controller.shutdown.cancelled() => return,
-            changed = metrics.changed() => if changed.is_err() { return },
+            changed = metrics.changed() => if changed.is_err() {
+                if !controller.shutdown.is_cancelled() {
+                    controller.fail("the Raft core ended".into());
+                }
+                return;
+            },
         }
     }
 }

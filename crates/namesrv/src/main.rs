@@ -106,7 +106,7 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
 
     let filter = || {
         tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| "info,openraft=off".into())
+            .unwrap_or_else(|_| "info,openraft=error".into())
     };
     let console = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())

@@ -108,8 +108,15 @@ impl State {
         }
     }
 
+    /// Ready to serve: not stopping, past the start-up gate, and its embedded controller (if
+    /// any) still running; a NameServer whose controller stopped still serves routes.
     pub fn is_ready(&self) -> bool {
-        !self.is_shutting_down() && !self.waiting_for_service()
+        !self.is_shutting_down()
+            && !self.waiting_for_service()
+            && self
+                .controller
+                .as_ref()
+                .is_none_or(|c| c.failure().is_none())
     }
 
     pub fn is_shutting_down(&self) -> bool {

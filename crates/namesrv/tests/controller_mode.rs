@@ -610,3 +610,99 @@ async fn a_node_resumed_after_a_pause_fails_over_no_broker_that_kept_heartbeatin
         "no failover: {after:?}"
     );
 }
+
+/// An embedded controller whose store's disk fills up stops, and says so: /readyz answers 503
+/// and the status page names the reason, while the NameServer goes on serving routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_controller_whose_disk_fills_up_stops_while_routes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&disk)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if namesrv_testkit::needs(mounted.then_some(()), "mounting a tmpfs (root)").is_none() {
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+    let _unmount = Unmount(disk.clone());
+    let port = namesrv_testkit::free_port();
+    let server = BINARY.start_with(&format!(
+        "enableControllerInNamesrv=true\ncontrollerDLegerGroup=disk\n\
+         controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
+         controllerStorePath={}\n",
+        disk.join("store").display()
+    ));
+    let controller = format!("127.0.0.1:{port}");
+    let cluster_addrs = [controller.clone()];
+    let mut broker = ControllerBroker::new("CtlCluster", "grp", "127.0.0.1:41101");
+    let mut registered = false;
+    for _ in 0..50 {
+        if broker
+            .register(&cluster_addrs)
+            .await
+            .is_some_and(|r| r.code == 0)
+        {
+            registered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(registered, "the broker joins the one-node group");
+    let (status, _) = server.http_request("GET /readyz HTTP/1.0\r\n\r\n").await;
+    assert_eq!(status, 200);
+
+    let mut filler = std::fs::File::create(disk.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    let mut stopped = false;
+    for n in 0..2_000 {
+        let apply = RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", format!("filler-{n}-{}", "x".repeat(200)))
+            .with_ext("appliedBrokerId", 1)
+            .with_ext("registerCheckCode", format!("127.0.0.1:{n};1"));
+        request(&controller, apply).await;
+        if server.http_request("GET /readyz HTTP/1.0\r\n\r\n").await.0 == 503 {
+            stopped = true;
+            break;
+        }
+    }
+    assert!(stopped, "/readyz says the controller stopped");
+    let status: serde_json::Value =
+        serde_json::from_str(&server.http_get("/status.json").await).unwrap();
+    let role = status["controller"]["role"].as_str().unwrap_or_default();
+    assert!(
+        role.starts_with("Stopped") && role.contains("No space left"),
+        "{role}"
+    );
+    let meta = request(
+        &controller,
+        RemotingCommand::request(CONTROLLER_GET_METADATA_INFO),
+    )
+    .await
+    .expect("the port still answers");
+    assert_eq!(meta.ext("isLeader"), Some("false"));
+    assert_eq!(meta.ext("controllerLeaderId"), None);
+    // The NameServer part goes on: a route request is answered.
+    let route = request(
+        &server.addr,
+        namesrv_testkit::route_request("TopicTest", 479),
+    )
+    .await
+    .expect("routes are still served");
+    assert_eq!(
+        route.code, 17,
+        "TOPIC_NOT_EXIST for a topic nobody registered"
+    );
+}
