@@ -25,6 +25,8 @@ pub struct ControllerConfig {
     pub scan_not_active_broker_interval_ms: u64,
     pub scan_inactive_master_interval_ms: u64,
     pub elect_master_max_retry_count: u32,
+    /// Log entries between two snapshots (our addition; the log before a snapshot is purged).
+    pub snapshot_every_entries: u64,
     pub config_black_list: String,
     /// Every key of the file, known or not, as GET_CONTROLLER_CONFIG lists them.
     pub all: BTreeMap<String, String>,
@@ -52,6 +54,8 @@ pub mod keys {
     pub const SCAN_INACTIVE_MASTER: &str = "scanInactiveMasterInterval";
     pub const ELECT_RETRIES: &str = "electMasterMaxRetryCount";
     pub const BLACK_LIST: &str = "configBlackList";
+    /// Ours: how many log entries between two snapshots.
+    pub const SNAPSHOT_EVERY: &str = "controllerSnapshotEveryEntries";
     pub const JRAFT_GROUP: &str = "jRaftGroupId";
     pub const JRAFT_SERVER_ID: &str = "jRaftServerId";
     pub const JRAFT_INIT_CONF: &str = "jRaftInitConf";
@@ -72,6 +76,7 @@ pub const KNOWN: &[&str] = &[
     keys::SCAN_INACTIVE_MASTER,
     keys::ELECT_RETRIES,
     keys::BLACK_LIST,
+    keys::SNAPSHOT_EVERY,
     keys::JRAFT_GROUP,
     keys::JRAFT_SERVER_ID,
     keys::JRAFT_INIT_CONF,
@@ -146,6 +151,7 @@ impl ControllerConfig {
             scan_not_active_broker_interval_ms: num_of(keys::SCAN_NOT_ACTIVE, 5_000)?.max(100),
             scan_inactive_master_interval_ms: num_of(keys::SCAN_INACTIVE_MASTER, 5_000)?.max(100),
             elect_master_max_retry_count: num_of(keys::ELECT_RETRIES, 3)?.clamp(1, 100) as u32,
+            snapshot_every_entries: num_of(keys::SNAPSHOT_EVERY, 5_000)?.max(1),
             config_black_list: get(keys::BLACK_LIST)
                 .unwrap_or("configBlackList;configStorePath")
                 .to_string(),
@@ -225,6 +231,10 @@ impl ControllerConfig {
             (
                 keys::ELECT_RETRIES,
                 self.elect_master_max_retry_count.to_string(),
+            ),
+            (
+                keys::SNAPSHOT_EVERY,
+                self.snapshot_every_entries.to_string(),
             ),
             (keys::BLACK_LIST, self.config_black_list.clone()),
         ];

@@ -40,9 +40,13 @@ const LEADER_LEASE: Duration = Duration::from_millis(ELECTION_TIMEOUT_MIN_MS);
 /// request at 5 s: a leader cut off from the others answers an error instead of hanging.
 const COMMIT_DEADLINE: Duration = Duration::from_secs(5);
 
-fn raft_config(group: &str) -> openraft::Config {
+fn raft_config(group: &str, snapshot_every: u64) -> openraft::Config {
     openraft::Config {
         cluster_name: group.to_string(),
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
+        // What a snapshot covers need not stay in the log for long: a follower that far behind
+        // is sent the snapshot.
+        max_in_snapshot_log_to_keep: snapshot_every.min(1_000),
         heartbeat_interval: 250,
         election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
         election_timeout_max: 2 * ELECTION_TIMEOUT_MIN_MS,
@@ -104,7 +108,8 @@ impl Controller {
         let sm = StateMachine::open(db)?;
         let applied = sm.shared();
         let node_id = config.self_node_id();
-        let raft_cfg = Arc::new(raft_config(&config.group).validate()?);
+        let raft_cfg =
+            Arc::new(raft_config(&config.group, config.snapshot_every_entries).validate()?);
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
         let raft = Raft::new(node_id, raft_cfg, Network { source }, log, sm).await?;

@@ -706,3 +706,76 @@ async fn an_embedded_controller_whose_disk_fills_up_stops_while_routes_go_on() {
         "TOPIC_NOT_EXIST for a topic nobody registered"
     );
 }
+
+/// Node `i`'s own copy of the replicated state, as its status page shows it: its broker groups.
+async fn groups_on(cluster: &ControllerCluster, i: usize) -> usize {
+    let node = cluster.nodes[i].as_ref().expect("running");
+    let status: serde_json::Value =
+        serde_json::from_str(&node.http_get("/status.json").await).unwrap();
+    status["controller"]["groups_total"].as_u64().unwrap_or(0) as usize
+}
+
+/// With a snapshot every 10 entries, a node that was down while the group moved on finds the
+/// log it missed purged and is sent a snapshot; every node then restarts from its snapshot and
+/// the entries after it, with nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_are_built_installed_on_a_node_far_behind_and_restarted_from() {
+    let mut cluster = ControllerCluster::start(
+        BINARY,
+        3,
+        &format!("{FAST}controllerSnapshotEveryEntries=10\n"),
+    );
+    let leader = cluster
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("a leader");
+    let behind = (leader + 1) % 3;
+    cluster.kill(behind);
+    const GROUPS: usize = 30;
+    let names: Vec<&'static str> = (0..GROUPS)
+        .map(|i| &*Box::leak(format!("snap-{i}").into_boxed_str()))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        joined(&cluster, name, &format!("127.0.0.1:{}", 42_000 + i)).await;
+    }
+    cluster.restart(behind);
+    let mut caught_up = false;
+    for _ in 0..100 {
+        if groups_on(&cluster, behind).await == GROUPS {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(caught_up, "the node far behind holds every group");
+    let log = cluster.controller_log(behind);
+    assert!(
+        log.contains("snapshot"),
+        "it was sent a snapshot, not the purged log: {log}"
+    );
+    for i in 0..3 {
+        cluster.kill(i);
+    }
+    for i in 0..3 {
+        cluster.restart(i);
+    }
+    cluster
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("a leader again");
+    for i in 0..3 {
+        assert_eq!(
+            groups_on(&cluster, i).await,
+            GROUPS,
+            "node {i} after a restart"
+        );
+    }
+    // Ids survive: a broker that asks again keeps its id.
+    let mut again = ControllerBroker::new("CtlCluster", names[0], "127.0.0.1:42000");
+    again.heartbeat_timeout_ms = 1_500;
+    let info = again
+        .replica_info(&cluster.controllers)
+        .await
+        .expect("replica info");
+    assert_eq!(info.master_id, None, "no election was asked for");
+}

@@ -78,6 +78,31 @@ fn put_meta<T: Serialize>(db: &Database, key: &str, value: &T) -> StoreResult<()
     tx.commit().map_err(io_error)
 }
 
+/// Stores `snapshot` unless the stored one is as new or newer, deciding in the transaction that
+/// writes it: a snapshot built from older state must never replace one installed meanwhile
+/// (the log before the installed one is purged, so the node could not start again). Returns the
+/// snapshot that is stored afterwards.
+fn put_snapshot_if_newer(db: &Database, snapshot: StoredSnapshot) -> StoreResult<StoredSnapshot> {
+    let tx = db.begin_write().map_err(io_error)?;
+    let stored = {
+        let mut table = tx.open_table(META).map_err(io_error)?;
+        let current: Option<StoredSnapshot> = match table.get(SNAPSHOT).map_err(read_error)? {
+            Some(v) => Some(serde_json::from_slice(v.value()).map_err(read_error)?),
+            None => None,
+        };
+        match current {
+            Some(current) if current.meta.last_log_id >= snapshot.meta.last_log_id => current,
+            _ => {
+                let bytes = serde_json::to_vec(&snapshot).map_err(io_error)?;
+                table.insert(SNAPSHOT, bytes.as_slice()).map_err(io_error)?;
+                snapshot
+            }
+        }
+    };
+    tx.commit().map_err(io_error)?;
+    Ok(stored)
+}
+
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<Database>,
@@ -284,15 +309,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             last_membership: membership,
             snapshot_id,
         };
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data: data.clone(),
-        };
+        let built = StoredSnapshot { meta, data };
         let db = self.db.clone();
-        blocking(move || put_meta(&db, SNAPSHOT, &stored)).await?;
+        // An install may have stored a newer one since the state was read: that one stands.
+        let stored = blocking(move || put_snapshot_if_newer(&db, built)).await?;
         Ok(Snapshot {
-            meta,
-            snapshot: Box::new(Cursor::new(data)),
+            meta: stored.meta,
+            snapshot: Box::new(Cursor::new(stored.data)),
         })
     }
 }
@@ -354,8 +377,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         };
         let db = self.db.clone();
         // Durable first: a crash between the two leaves the node restarting from this snapshot.
-        blocking(move || put_meta(&db, SNAPSHOT, &stored)).await?;
+        blocking(move || put_snapshot_if_newer(&db, stored)).await?;
         *self.applied.write() = installed;
+        tracing::info!(
+            upto = ?meta.last_log_id,
+            "installed a snapshot of the controller state sent by the leader"
+        );
         Ok(())
     }
 
@@ -366,5 +393,59 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             meta: s.meta,
             snapshot: Box::new(Cursor::new(s.data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::testing::{StoreBuilder, Suite};
+    use openraft::{LeaderId, SnapshotMeta};
+
+    use super::*;
+
+    /// A fresh store in a directory of its own, kept as long as the suite uses it.
+    struct Fresh;
+
+    impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Fresh {
+        async fn build(&self) -> StoreResult<(tempfile::TempDir, LogStore, StateMachine)> {
+            let dir = tempfile::tempdir().map_err(io_error)?;
+            let db = open(dir.path()).map_err(io_error)?;
+            let sm = StateMachine::open(db.clone()).map_err(io_error)?;
+            Ok((dir, LogStore::new(db), sm))
+        }
+    }
+
+    #[test]
+    fn the_store_passes_openraft_s_own_storage_suite() {
+        Suite::test_all(Fresh).unwrap();
+    }
+
+    fn snapshot_at(index: u64) -> StoredSnapshot {
+        StoredSnapshot {
+            meta: SnapshotMeta {
+                last_log_id: Some(LogId::new(LeaderId::new(1, 0), index)),
+                last_membership: Default::default(),
+                snapshot_id: format!("at-{index}"),
+            },
+            data: index.to_string().into_bytes(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_built_from_older_state_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path()).unwrap();
+        // An install stores index 50; the build that read the state at index 20 commits after.
+        let kept = put_snapshot_if_newer(&db, snapshot_at(50)).unwrap();
+        assert_eq!(kept.meta.snapshot_id, "at-50");
+        let kept = put_snapshot_if_newer(&db, snapshot_at(20)).unwrap();
+        assert_eq!(
+            kept.meta.snapshot_id, "at-50",
+            "the newer one is kept and returned"
+        );
+        let stored: StoredSnapshot = get_meta(&db, SNAPSHOT).unwrap().unwrap();
+        assert_eq!(stored.data, b"50");
+        let kept = put_snapshot_if_newer(&db, snapshot_at(70)).unwrap();
+        assert_eq!(kept.meta.snapshot_id, "at-70", "a newer one replaces it");
     }
 }
