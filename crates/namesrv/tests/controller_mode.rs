@@ -779,3 +779,57 @@ async fn snapshots_are_built_installed_on_a_node_far_behind_and_restarted_from()
         .expect("replica info");
     assert_eq!(info.master_id, None, "no election was asked for");
 }
+
+/// The unsafe case of a wiped store: the leader dies with entries committed on itself and one
+/// follower, that follower comes back with an empty store, and the other follower missed the
+/// entries. An empty node that voted would elect the stale one and lose what was committed. It
+/// does not vote until it has caught up, so no leader is elected until the old leader returns,
+/// and then nothing committed is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_node_does_not_vote_a_stale_node_into_leadership() {
+    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let leader = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    let (up_to_date, stale) = ((leader + 1) % 3, (leader + 2) % 3);
+    // Settled: every node holds the group's formation before the stale one goes.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.kill(stale);
+    const GROUPS: usize = 5;
+    for i in 0..GROUPS {
+        let name: &'static str = Box::leak(format!("kept-{i}").into_boxed_str());
+        joined(&cluster, name, &format!("127.0.0.1:{}", 42_100 + i)).await;
+    }
+    assert_eq!(groups_on(&cluster, up_to_date).await, GROUPS);
+    cluster.kill(leader);
+    cluster.kill(up_to_date);
+    std::fs::remove_dir_all(cluster.home(up_to_date).join("controller")).unwrap();
+    cluster.restart(stale);
+    cluster.restart(up_to_date);
+    // The stale node campaigns; the empty one gives it no vote.
+    let claimed = cluster.leader(Duration::from_secs(8)).await;
+    assert_eq!(
+        claimed, None,
+        "no leader without a node that holds the committed entries"
+    );
+    assert_eq!(
+        groups_on(&cluster, stale).await,
+        0,
+        "the stale node missed them"
+    );
+    // The old leader returns: it leads, and the wiped node catches up with everything.
+    cluster.restart(leader);
+    cluster
+        .leader(Duration::from_secs(20))
+        .await
+        .expect("a leader once the old one is back");
+    let mut caught_up = false;
+    for _ in 0..100 {
+        if groups_on(&cluster, up_to_date).await == GROUPS
+            && groups_on(&cluster, stale).await == GROUPS
+        {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(caught_up, "every node holds every committed group");
+}
