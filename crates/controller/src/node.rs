@@ -25,7 +25,10 @@ use rocketmq_wire::RemotingCommand;
 pub use crate::state::code as response;
 
 /// Raft timing: a leader that dies is replaced in about two seconds, well inside the ten seconds
-/// a broker waits before it counts a controller as gone.
+/// a broker waits before it counts a controller as gone. openraft bounds each AppendEntries
+/// (heartbeats included) by the heartbeat interval, and that round trip includes the follower's
+/// fsync: nodes must be closer than that.
+const HEARTBEAT_MS: u64 = 250;
 const ELECTION_TIMEOUT_MIN_MS: u64 = 1_000;
 
 /// How long a leader goes on calling itself leader after a quorum last acknowledged it. openraft
@@ -47,7 +50,7 @@ fn raft_config(group: &str, snapshot_every: u64) -> openraft::Config {
         // What a snapshot covers need not stay in the log for long: a follower that far behind
         // is sent the snapshot.
         max_in_snapshot_log_to_keep: snapshot_every.min(1_000),
-        heartbeat_interval: 250,
+        heartbeat_interval: HEARTBEAT_MS,
         election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
         election_timeout_max: 2 * ELECTION_TIMEOUT_MIN_MS,
         install_snapshot_timeout: 5_000,
@@ -115,7 +118,7 @@ impl Controller {
             Arc::new(raft_config(&config.group, config.snapshot_every_entries).validate()?);
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
-        let raft = Raft::new(node_id, raft_cfg, Network { source }, log, sm).await?;
+        let raft = Raft::new(node_id, raft_cfg, Network::new(source), log, sm).await?;
         let mut rejoining = false;
         if !raft.is_initialized().await? && group_exists(&config, source).await {
             // This node's store is empty (new, or wiped) while the group has moved on. It must

@@ -42,7 +42,8 @@ fn ip(args: &[&str]) {
 }
 
 impl Net {
-    fn new() -> Option<Net> {
+    /// The network of test number `test` (tests of this file run at once, each on its own).
+    fn new(test: u8) -> Option<Net> {
         let usable = Command::new("ip")
             .args(["netns", "list"])
             .output()
@@ -58,8 +59,8 @@ impl Net {
         }
         let pid = std::process::id();
         let net = Net {
-            tag: format!("cp{}", pid % 100_000),
-            subnet: format!("10.231.{}", pid % 250),
+            tag: format!("c{test}{}", pid % 100_000),
+            subnet: format!("10.{}.{}", 231 + test, pid % 250),
         };
         ip(&["link", "add", &net.bridge(), "type", "bridge"]);
         ip(&[
@@ -236,7 +237,7 @@ async fn steady_leader(net: &Net, steady: Duration, limit: Duration) -> Option<u
 
 #[tokio::test]
 async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is_elected() {
-    let Some(net) = Net::new() else { return };
+    let Some(net) = Net::new(0) else { return };
     let dir = tempfile::tempdir().unwrap();
     let _nodes: Vec<Node> = (0..NODES)
         .map(|i| start_node(&net, i, dir.path()))

@@ -2,7 +2,11 @@
 //! use), with private request codes and JSON bodies, so a controller node needs one port as
 //! Java's does.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
@@ -21,11 +25,22 @@ use super::TypeConfig;
 
 type NodeId = u64;
 
-/// Makes one connection per peer, on demand, from the node's own address: peers accept Raft
-/// traffic only from the addresses the group lists.
+/// Connections to peers, from the node's own address (peers accept Raft traffic only from the
+/// addresses the group lists), kept and shared: openraft asks for a fresh client for every
+/// linearizable read and every election, and each would otherwise open a connection of its own.
 #[derive(Clone, Default)]
 pub struct Network {
     pub source: Option<std::net::IpAddr>,
+    pool: Arc<Mutex<HashMap<String, Client>>>,
+}
+
+impl Network {
+    pub fn new(source: Option<std::net::IpAddr>) -> Self {
+        Network {
+            source,
+            pool: Arc::default(),
+        }
+    }
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -35,7 +50,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         PeerLink {
             addr: node.addr.clone(),
             source: self.source,
-            client: None,
+            pool: self.pool.clone(),
         }
     }
 }
@@ -43,7 +58,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 pub struct PeerLink {
     addr: String,
     source: Option<std::net::IpAddr>,
-    client: Option<Client>,
+    pool: Arc<Mutex<HashMap<String, Client>>>,
 }
 
 /// How a call failed before the peer could answer.
@@ -60,13 +75,14 @@ impl PeerLink {
         timeout: Duration,
     ) -> Result<Resp, Failure> {
         let body = serde_json::to_vec(req).map_err(|e| Failure::Network(e.to_string()))?;
-        let client = match &self.client {
-            Some(c) => c.clone(),
+        let pooled = self.pool.lock().get(&self.addr).cloned();
+        let client = match pooled {
+            Some(c) => c,
             None => {
                 let c = Client::connect_from(&self.addr, self.source, timeout)
                     .await
                     .map_err(|e| Failure::Unreachable(e.to_string()))?;
-                self.client = Some(c.clone());
+                self.pool.lock().insert(self.addr.clone(), c.clone());
                 c
             }
         };
@@ -74,7 +90,9 @@ impl PeerLink {
         let resp = match client.invoke(request, timeout).await {
             Ok(r) => r,
             Err(e) => {
-                self.client = None;
+                // A timed-out call may leave the connection fine, but a broken one must go:
+                // the next call starts afresh either way.
+                self.pool.lock().remove(&self.addr);
                 return Err(Failure::Network(e.to_string()));
             }
         };
