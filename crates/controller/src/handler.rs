@@ -12,6 +12,9 @@ use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
 use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
 
+/// Header fields a request may carry in all: names, addresses and check codes are short.
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+
 /// Serves one request that came from `from` on `connection`; `None` for a oneway request.
 pub async fn handle(
     controller: &Arc<Controller>,
@@ -26,7 +29,16 @@ pub async fn handle(
             | codes::RAFT_INSTALL_SNAPSHOT
             | codes::FORWARDED_HEARTBEAT
     );
+    let header_bytes: usize = req
+        .ext_fields
+        .iter()
+        .flatten()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
     let answer = match req.code {
+        // What a request's headers carry becomes a log entry that every node replicates: one
+        // bigger than any broker sends would stall replication once it outgrew a frame.
+        _ if header_bytes > MAX_HEADER_BYTES => invalid("the request's header fields are too long"),
         // A forged vote with a high term would depose the leader, a forged heartbeat keep a dead
         // broker alive: only the group's members speak these.
         _ if peers_only && !controller.is_peer(from) => {

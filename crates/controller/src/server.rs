@@ -21,6 +21,9 @@ use crate::node::{next_connection_id, Controller};
 /// Raft snapshots travel in chunks of a few MiB; nothing else comes close.
 const MAX_FRAME: usize = 16 * 1024 * 1024;
 const MAX_CONNECTIONS: usize = 1024;
+/// Kept for the group's own members beyond the cap: brokers filling the port must not cut the
+/// nodes off from each other.
+const PEER_CONNECTIONS: usize = 64;
 const IN_FLIGHT_PER_CONNECTION: usize = 64;
 const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 /// Java closes a channel idle for 120 s; brokers heartbeat every second.
@@ -37,6 +40,7 @@ pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
 /// Serves connections until `stop` is cancelled.
 pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let peer_slots = Arc::new(Semaphore::new(PEER_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
@@ -50,9 +54,17 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!("controller port full: refusing {peer}");
-            continue;
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) if controller.is_peer(peer.ip()) => match peer_slots.clone().try_acquire_owned()
+            {
+                Ok(slot) => slot,
+                Err(_) => continue,
+            },
+            Err(_) => {
+                tracing::warn!("controller port full: refusing {peer}");
+                continue;
+            }
         };
         let controller = controller.clone();
         let stop = stop.clone();

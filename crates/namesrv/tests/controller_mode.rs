@@ -301,6 +301,12 @@ async fn malformed_controller_requests_get_an_error_and_change_nothing() {
             .with_body(&b"{\"syncStateSet\":"[..]),
         RemotingCommand::request(CONTROLLER_ALTER_SYNC_STATE_SET),
         RemotingCommand::request(CONTROLLER_ELECT_MASTER),
+        // Headers far longer than any broker sends: they would become a log entry as big.
+        RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID)
+            .with_ext("clusterName", "CtlCluster")
+            .with_ext("brokerName", "grp")
+            .with_ext("appliedBrokerId", 2)
+            .with_ext("registerCheckCode", "x".repeat(20_000)),
         RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID).with_ext("brokerName", "grp"),
         RemotingCommand::request(CONTROLLER_APPLY_BROKER_ID)
             .with_ext("clusterName", "CtlCluster")
