@@ -6,6 +6,8 @@
 //! Needs root (to mount the tmpfs); without it the test says why and skips, unless
 //! NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it).
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,14 +32,10 @@ impl SmallDisk {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !mounted {
-            let why = "mounting a tmpfs (root) is needed for the failing-disk test";
-            if std::env::var_os("NAMESRV_TEST_REQUIRE_ALL").is_some_and(|v| !v.is_empty()) {
-                panic!("{why} (NAMESRV_TEST_REQUIRE_ALL is set, so it cannot skip)");
-            }
-            eprintln!("SKIPPED: {why}");
-            return None;
-        }
+        support::able(
+            mounted,
+            "mounting a tmpfs (root) is needed for the failing-disk test",
+        )?;
         Some(SmallDisk(dir))
     }
 

@@ -10,6 +10,8 @@
 //! Needs root and iproute2 (`ip netns`); without them the test says why and skips, unless
 //! NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it).
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,14 +51,10 @@ impl Net {
             .output()
             .is_ok_and(|o| o.status.success())
             && is_root();
-        if !usable {
-            let why = "root and iproute2 (ip netns) are needed for the partition test";
-            if std::env::var_os("NAMESRV_TEST_REQUIRE_ALL").is_some_and(|v| !v.is_empty()) {
-                panic!("{why} (NAMESRV_TEST_REQUIRE_ALL is set, so it cannot skip)");
-            }
-            eprintln!("SKIPPED: {why}");
-            return None;
-        }
+        support::able(
+            usable,
+            "root and iproute2 (ip netns) are needed for the partition test",
+        )?;
         let pid = std::process::id();
         let net = Net {
             tag: format!("c{test}{}", pid % 100_000),

@@ -433,20 +433,20 @@ fn refused_first_registrations_change_nothing() {
     );
 }
 
+/// A broker renamed on the same host and port: its old and new names both list the address.
+fn register_under(r: &mut Registry, name: &'static str) {
+    apply(
+        r,
+        &reg(name, 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        RegisterPolicy::default(),
+    );
+}
+
 #[test]
 fn an_address_in_two_groups_leaves_both_when_its_connection_closes() {
     let mut r = Registry::default();
-    let policy = RegisterPolicy::default();
-    apply(
-        &mut r,
-        &reg("old-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
-        policy,
-    );
-    apply(
-        &mut r,
-        &reg("new-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
-        policy,
-    );
+    register_under(&mut r, "old-name");
+    register_under(&mut r, "new-name");
     let keys = r.registered_on(1);
     let departures = r.departures(&keys);
     let names: BTreeSet<&str> = departures.iter().map(|d| d.broker_name.as_str()).collect();
@@ -962,18 +962,9 @@ fn a_batch_removing_a_whole_group_spares_the_member_that_registered_again() {
 #[test]
 fn another_group_registering_on_the_same_address_does_not_fence_a_removal() {
     let mut r = Registry::default();
-    let policy = RegisterPolicy::default();
-    apply(
-        &mut r,
-        &reg("old-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
-        policy,
-    );
+    register_under(&mut r, "old-name");
     let leaving = r.unregistration("c", MASTER, "old-name", 0);
-    apply(
-        &mut r,
-        &reg("new-name", 0, MASTER, &[("t1", 4), ("t2", 4)]),
-        policy,
-    );
+    register_under(&mut r, "new-name");
     assert_eq!(r.unregister(&[leaving], false).stale, 0);
     assert!(r.group("old-name").is_none());
     assert!(routable(&r, "new-name", MASTER));
