@@ -248,14 +248,9 @@ impl ControllerConfig {
                 .collect::<Vec<_>>()
                 .join(";")
         });
-        let mut out = String::new();
-        for (k, v) in all {
-            out.push_str(&k);
-            out.push('=');
-            out.push_str(&v);
-            out.push('\n');
-        }
-        out
+        // Escaped as Java writes properties: a value holding a line break must come back as
+        // one value, not as a key of its own.
+        rocketmq_wire::properties::write(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 }
 
@@ -341,6 +336,36 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_value_holding_a_line_break_comes_back_from_the_listing_as_one_value() {
+        let mut config = ControllerConfig::from_properties(
+            &props(&[
+                ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
+                ("controllerDLegerSelfId", "n0"),
+            ]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        // What a 1009 body `note=first\nconfigStorePath=/elsewhere` is read as.
+        config.apply_update(&props(&[("note", "first\nconfigStorePath=/elsewhere")]));
+        let listed = rocketmq_wire::properties::parse(config.listing().as_bytes()).unwrap();
+        let value = |key: &str| {
+            listed
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            value("note").as_deref(),
+            Some("first\nconfigStorePath=/elsewhere")
+        );
+        assert_eq!(
+            value("controllerStorePath").as_deref(),
+            Some("/h/DLedgerController")
+        );
+        assert_eq!(value("configStorePath"), None, "no key of its own");
     }
 
     #[test]

@@ -302,36 +302,8 @@ impl Settings {
                 None => all.remove(k),
             };
         }
-        all.iter()
-            .map(|(k, v)| format!("{}={}\n", escape(k, true), escape(v, false)))
-            .collect()
+        rocketmq_wire::properties::write(all.iter().map(|(k, v)| (*k, v.as_str())))
     }
-}
-
-/// Escapes text for the listing as Java's `Properties.store` does. In values: a line break must
-/// not start a new (possibly blacklisted) key, a trailing backslash must not swallow the next
-/// line, a leading space must survive. Keys also escape every character that would end the key
-/// early (whitespace, `=`, `:`) and the comment marks `#` and `!`, and write control characters
-/// as `\uXXXX` so that the line stays one readable line.
-fn escape(text: &str, is_key: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, c) in text.chars().enumerate() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{c}' => out.push_str("\\f"),
-            ' ' if is_key || i == 0 => out.push_str("\\ "),
-            '=' | ':' | '#' | '!' if is_key => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if is_key && c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

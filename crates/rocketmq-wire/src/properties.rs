@@ -97,12 +97,58 @@ fn unescape(chars: &[char]) -> Result<String, MalformedEscape> {
     Ok(out)
 }
 
+/// `key=value` lines, one a pair, escaped as Java's `Properties.store` writes them: what
+/// [`parse`] reads back as the same pairs.
+pub fn write<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    pairs
+        .into_iter()
+        .map(|(k, v)| format!("{}={}\n", escape(k, true), escape(v, false)))
+        .collect()
+}
+
+/// Escapes text for the listing as Java's `Properties.store` does. In values: a line break must
+/// not start a new (possibly blacklisted) key, a trailing backslash must not swallow the next
+/// line, a leading space must survive. Keys also escape every character that would end the key
+/// early (whitespace, `=`, `:`) and the comment marks `#` and `!`, and write control characters
+/// as `\uXXXX` so that the line stays one readable line.
+fn escape(text: &str, is_key: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{c}' => out.push_str("\\f"),
+            ' ' if is_key || i == 0 => out.push_str("\\ "),
+            '=' | ':' | '#' | '!' if is_key => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if is_key && c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pairs(text: &str) -> Vec<(String, String)> {
         parse(text.as_bytes()).unwrap()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn what_is_written_is_read_back_as_the_same_pairs(
+            listed in proptest::collection::btree_map("[ -~\\t\\n\\r\\x0c\\u{e9}]{1,12}", "[ -~\\t\\n\\r\\u{e9}]{0,12}", 0..6)
+        ) {
+            let text = write(listed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            let read: Vec<(String, String)> = parse(text.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(read, listed.into_iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]
