@@ -143,18 +143,8 @@ pub async fn handle(
             ),
         },
         codes::RAFT_APPEND_ENTRIES => {
-            raft_call(req, |rpc: openraft::raft::AppendEntriesRequest<_>| {
-                controller.on_leader_commit(rpc.leader_commit.map(|l| l.index));
-                controller.raft().append_entries(rpc)
-            })
-            .await
+            raft_call(req, |rpc| controller.raft().append_entries(rpc)).await
         }
-        // A node rejoining with an empty store gives no vote: the candidate counts it as not
-        // answering.
-        codes::RAFT_VOTE if !controller.may_vote() => Answer::code(
-            response::SYSTEM_ERROR,
-            "this node rejoins with an empty store and votes once it has caught up",
-        ),
         codes::RAFT_VOTE => raft_call(req, |rpc| controller.raft().vote(rpc)).await,
         codes::RAFT_INSTALL_SNAPSHOT => {
             raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
@@ -293,8 +283,6 @@ fn metadata(controller: &Arc<Controller>) -> Answer {
     let mut answer = Answer::ok()
         .field("group", &config.group)
         .field("isLeader", controller.is_leader())
-        // Ours, for a node that starts with an empty store (Java's admin tools ignore it).
-        .field("raftHoldsGroup", controller.holds_group())
         .field("peers", peers);
     if let Some((id, addr)) = controller.leader() {
         answer = answer

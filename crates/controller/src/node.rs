@@ -88,9 +88,6 @@ pub struct Controller {
     source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
-    /// While this node rejoins with an empty store: the commit index the leader announced
-    /// first, once one has spoken. It votes for no one until it has applied that far.
-    rejoining: Mutex<Option<Option<u64>>>,
     /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
@@ -119,18 +116,7 @@ impl Controller {
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
         let raft = Raft::new(node_id, raft_cfg, Network::new(source), log, sm).await?;
-        let mut rejoining = false;
-        if !raft.is_initialized().await? && group_exists(&config, source).await {
-            // This node's store is empty (new, or wiped) while the group has moved on. It must
-            // not form a group of its own, nor vote before it holds what the group committed:
-            // a forgotten vote could be given twice in a term, and an empty log would vote for
-            // a candidate that lacks committed entries.
-            tracing::warn!(
-                "this controller node's store is empty but its group exists: it rejoins as a \
-                 follower and votes once it has caught up with the leader"
-            );
-            rejoining = true;
-        } else if !raft.is_initialized().await? {
+        if !raft.is_initialized().await? {
             let members: BTreeMap<u64, BasicNode> = config
                 .peers
                 .iter()
@@ -154,7 +140,6 @@ impl Controller {
             peer_ips,
             source,
             quorum_acked_at: Mutex::new(None),
-            rejoining: Mutex::new(rejoining.then_some(None)),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
             leader_link: Default::default(),
@@ -201,29 +186,6 @@ impl Controller {
         self.raft.metrics().borrow().state == ServerState::Leader
             && self.holds_lease()
             && self.failure().is_none()
-    }
-
-    /// Whether this node may take part in elections: not while it rejoins with an empty store.
-    pub fn may_vote(&self) -> bool {
-        self.rejoining.lock().is_none()
-    }
-
-    /// A leader's AppendEntries arrived, announcing its commit index: a rejoining node has
-    /// caught up once it has applied that far.
-    pub fn on_leader_commit(&self, committed: Option<u64>) {
-        if let Some(target) = self.rejoining.lock().as_mut() {
-            target.get_or_insert(committed.unwrap_or(0));
-        }
-    }
-
-    /// Whether this node's store holds the group (more than the membership it was formed with),
-    /// as 1005 tells other nodes of the group.
-    pub fn holds_group(&self) -> bool {
-        self.raft
-            .metrics()
-            .borrow()
-            .last_applied
-            .is_some_and(|l| l.index > 0)
     }
 
     /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
@@ -596,18 +558,6 @@ async fn watch_role(controller: Arc<Controller>) {
             return;
         }
         {
-            let mut rejoining = controller.rejoining.lock();
-            let applied = metrics.borrow().last_applied.map(|l| l.index);
-            if let Some(Some(target)) = *rejoining {
-                if applied.is_some_and(|a| a >= target) {
-                    tracing::info!(
-                        "this controller node has caught up with the group and votes again"
-                    );
-                    *rejoining = None;
-                }
-            }
-        }
-        {
             let acked =
                 since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
             let mut at = controller.quorum_acked_at.lock();
@@ -691,24 +641,6 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
             controller.trigger_election(&name).await;
         }
     }
-}
-
-/// Whether another node of the group reports a group that has moved past its formation.
-async fn group_exists(config: &ControllerConfig, source: Option<std::net::IpAddr>) -> bool {
-    let others = config.peers.iter().filter(|p| p.id != config.self_id);
-    let asks = others.map(|peer| async move {
-        let client = Client::connect_from(&peer.addr, source, Duration::from_secs(1))
-            .await
-            .ok()?;
-        let meta =
-            RemotingCommand::request(rocketmq_wire::codes::request::CONTROLLER_GET_METADATA_INFO);
-        let answer = client.invoke(meta, Duration::from_secs(1)).await.ok()?;
-        Some(answer.ext("raftHoldsGroup") == Some("true"))
-    });
-    futures::future::join_all(asks)
-        .await
-        .into_iter()
-        .any(|holds| holds == Some(true))
 }
 
 /// The addresses a `host:port` resolves to; none if it does not.
