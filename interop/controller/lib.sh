@@ -11,8 +11,23 @@
 #   MQCONTROLLER=PATH           our controller binary (default target/debug/mqcontroller)
 #   MQNAMESRV=PATH              our NameServer binary (default target/debug/mqnamesrv; built if missing)
 #   NAMESRV_IMPL=rust|java      the NameServer next to standalone controllers (default rust = ours)
+#   ROCKETMQ_VERSION=5.5.0|5.5.1   the Apache RocketMQ release of the brokers, the Java controller and the Java
+#                               NameServer (default 5.5.0). Maven Central holds 5.5.1 only in part (broker,
+#                               controller, store, common, remoting, tiered-store): the modules it lacks (client,
+#                               tools, namesrv, srvutil, filter, auth, acl) come at CTL_UNPUBLISHED[version]
+#   ROCKETMQ_CLIENT_VERSION=V   the client and admin jars of the driver (default: ROCKETMQ_VERSION, or the
+#                               fallback of an in-part release: 5.5.0 for 5.5.1, as no 5.5.1 client or tools exist)
+#
+# Set by the script before ctl_configure (not from the environment): CTL_NETNS=1 puts every controller node in a
+# network namespace of its own (see ctl_net_up).
 
-CTL_V5=5.5.0
+CTL_V5=${ROCKETMQ_VERSION:-5.5.0}
+# Releases whose modules Maven Central holds only in part: the version the missing modules are taken at.
+declare -A CTL_UNPUBLISHED=([5.5.1]=5.5.0)
+CTL_V5_FALLBACK=${CTL_UNPUBLISHED[$CTL_V5]:-}
+CTL_CLIENT_V=${ROCKETMQ_CLIENT_VERSION:-${CTL_V5_FALLBACK:-$CTL_V5}}
+# The servers lib dir: its name says when it mixes releases.
+CTL_SERVERS=servers-$CTL_V5${CTL_V5_FALLBACK:+-with-$CTL_V5_FALLBACK}
 CTL_CLUSTER=CtlCluster
 CTL_BROKER=broker-a
 CTL_TOPIC=CtlTopic
@@ -33,25 +48,39 @@ ctl_log() { printf '[%s %s] %s\n' "${CTL_TAG:-ctl}" "$(date +%H:%M:%S)" "$*"; }
 # ---------------------------------------------------------------------------------------------------
 # Artifacts and binaries
 
-ctl_fetch_lib() { # DIR PROFILE PROPERTY=VERSION
-  maven_cached "$LIB/$1" && return 0
-  ctl_log "fetching $1 from Maven Central"
-  maven_fetch "$LIB/$1" "$JAVA_DIR" "$LOGS/maven-$1.log" -P"$2" -D"$3" -DincludeScope=runtime
+ctl_fetch_lib() { # DIR PROFILE PROPERTY=VERSION...
+  local dir=$1 profile=$2 p props=()
+  shift 2
+  maven_cached "$LIB/$dir" && return 0
+  for p in "$@"; do props+=("-D$p"); done
+  ctl_log "fetching $dir from Maven Central"
+  maven_fetch "$LIB/$dir" "$JAVA_DIR" "$LOGS/maven-$dir.log" -P"$profile" "${props[@]}" -DincludeScope=runtime
 }
 
-# The 5.5.0 broker depends on rocketmq-controller (and so DLedger and JRaft): the servers lib dir holds
-# ControllerStartup as well as BrokerStartup and NamesrvStartup.
+# The 5.x namesrv depends on rocketmq-controller (and so DLedger and JRaft), which the pom pins at the servers'
+# version: the servers lib dir holds ControllerStartup as well as BrokerStartup and NamesrvStartup.
 ctl_prepare_artifacts() {
-  ctl_fetch_lib "clients-$CTL_V5" clients "client.version=$CTL_V5" &&
-    ctl_fetch_lib "servers-$CTL_V5" servers "server.version=$CTL_V5" || return 1
-  [[ -f $LIB/servers-$CTL_V5/rocketmq-controller-$CTL_V5.jar ]] \
-    || { echo "rocketmq-controller-$CTL_V5.jar is missing from $LIB/servers-$CTL_V5"; return 1; }
+  ctl_fetch_lib "clients-$CTL_CLIENT_V" clients "client.version=$CTL_CLIENT_V" &&
+    ctl_fetch_lib "$CTL_SERVERS" servers "server.version=$CTL_V5" \
+      "server.unpublished.version=${CTL_V5_FALLBACK:-$CTL_V5}" || return 1
+  local jar
+  for jar in broker controller; do
+    [[ -f $LIB/$CTL_SERVERS/rocketmq-$jar-$CTL_V5.jar ]] \
+      || { echo "rocketmq-$jar-$CTL_V5.jar is missing from $LIB/$CTL_SERVERS"; return 1; }
+  done
+  if [[ -n $CTL_V5_FALLBACK ]]; then
+    local f older=""
+    for f in "$LIB/$CTL_SERVERS"/rocketmq-*-"$CTL_V5_FALLBACK".jar; do
+      [[ -e $f ]] && older+=" $(basename "$f" "-$CTL_V5_FALLBACK.jar")"
+    done
+    ctl_log "RocketMQ $CTL_V5: Maven Central lacks some of its modules, taken at $CTL_V5_FALLBACK:$older; driver clients $CTL_CLIENT_V"
+  fi
   # The same compile step and stamp as scripts/interop: every class of the harness, against the 5.x client jars.
   local stamp=$JAVA_DIR/target/classes/.built
   if [[ ! -f $stamp || -n $(find "$JAVA_DIR/src" "$JAVA_DIR/pom.xml" -newer "$stamp" 2>/dev/null) ]]; then
     ctl_log "compiling the Java harness"
     rm -rf "$JAVA_DIR/target/classes" && mkdir -p "$JAVA_DIR/target/classes"
-    "${JAVA%java}javac" -encoding UTF-8 --release 17 -d "$JAVA_DIR/target/classes" -cp "$LIB/clients-$CTL_V5/*" \
+    "${JAVA%java}javac" -encoding UTF-8 --release 17 -d "$JAVA_DIR/target/classes" -cp "$LIB/clients-$CTL_CLIENT_V/*" \
       "$JAVA_DIR"/src/main/java/interop/*.java >"$LOGS/javac.log" 2>&1 || { cat "$LOGS/javac.log"; return 1; }
     touch "$stamp"
   fi
@@ -157,6 +186,80 @@ port_block() { # sets BASE
 }
 
 # ---------------------------------------------------------------------------------------------------
+# Network namespaces (CTL_NETNS=1; scenario l). Each controller node runs in a namespace of its own, joined by a
+# bridge in the root namespace, on a private /24 that exists only in the namespaces made here (10.239.S.0/24: the
+# bridge .1, controller node i .(11+i)). The broker(s), the standalone NameServer and the driver stay in the root
+# namespace; brokers listen on the bridge address (the controllers' NOTIFY_BROKER_ROLE_CHANGED must reach them).
+# $WORK/netctl cut|heal NODE adds (removes) blackhole routes between NODE's namespace and the other nodes' in both
+# directions: NODE is cut off from the other controller nodes while everything else still reaches it. Needs root
+# and iproute2; nothing else on the machine is touched, and ctl_net_down removes it all.
+
+CTL_NETNS=${CTL_NETNS:-0}
+CTL_NET_TAG=""
+CTL_SUBNET=""
+CTL_HOST=127.0.0.1   # the address brokers listen on and register
+declare -A NETNS
+
+ctl_net_up() {
+  command -v ip >/dev/null || { echo "the ip command (iproute2) is missing"; return 1; }
+  [[ $(id -u) == 0 ]] || { echo "network namespaces need root"; return 1; }
+  ip netns list >/dev/null 2>&1 || { echo "ip netns does not work here"; return 1; }
+  local tag=ic$(($$ % 100000)) s="" c i
+  # A third octet that no address or route of this machine uses.
+  for c in $(seq $(($$ % 200 + 20)) 254) $(seq 20 $(($$ % 200 + 19))); do
+    ip -o addr show | grep -q "inet 10\.239\.$c\." && continue
+    ip route show table all | grep -q "10\.239\.$c\." && continue
+    s=$c
+    break
+  done
+  [[ -n $s ]] || { echo "no free 10.239.X.0/24"; return 1; }
+  CTL_NET_TAG=$tag CTL_SUBNET=10.239.$s
+  ip link add "${tag}br" type bridge &&
+    ip addr add "$CTL_SUBNET.1/24" dev "${tag}br" &&
+    ip link set "${tag}br" up || return 1
+  for i in 0 1 2; do
+    ip netns add "${tag}n$i" &&
+      ip link add "${tag}h$i" type veth peer name "${tag}i$i" &&
+      ip link set "${tag}i$i" netns "${tag}n$i" &&
+      ip link set "${tag}h$i" master "${tag}br" &&
+      ip link set "${tag}h$i" up &&
+      ip -n "${tag}n$i" addr add "$CTL_SUBNET.$((11 + i))/24" dev "${tag}i$i" &&
+      ip -n "${tag}n$i" link set "${tag}i$i" up &&
+      ip -n "${tag}n$i" link set lo up || return 1
+  done
+  CTL_HOST=$CTL_SUBNET.1
+  cat >"$WORK/netctl" <<NETCTL
+#!/usr/bin/env bash
+# netctl cut|heal NODE: blackhole routes between NODE's namespace and the other controller nodes' (both ways).
+set -u
+declare -A IDX=([c0]=0 [c1]=1 [c2]=2 [ns0]=0 [ns1]=1 [ns2]=2)
+[[ \$# == 2 && -n \${IDX[\$2]:-} ]] || { echo "usage: \$0 cut|heal NODE" >&2; exit 2; }
+case \$1 in cut) verb=add ;; heal) verb=del ;; *) echo "cut or heal, not \$1" >&2; exit 2 ;; esac
+i=\${IDX[\$2]} rc=0
+for j in 0 1 2; do
+  ((j == i)) && continue
+  ip -n ${tag}n\$i route \$verb blackhole $CTL_SUBNET.\$((11 + j))/32 || rc=1
+  ip -n ${tag}n\$j route \$verb blackhole $CTL_SUBNET.\$((11 + i))/32 || rc=1
+done
+exit \$rc
+NETCTL
+  chmod +x "$WORK/netctl"
+  ctl_log "network namespaces ${tag}n0-2 on $CTL_SUBNET.0/24: bridge ${tag}br $CTL_HOST (brokers), controller nodes .11-.13"
+}
+
+ctl_net_down() {
+  [[ -n $CTL_NET_TAG ]] || return 0
+  local i
+  for i in 0 1 2; do
+    ip netns del "${CTL_NET_TAG}n$i" 2>/dev/null
+    ip link del "${CTL_NET_TAG}h$i" 2>/dev/null
+  done
+  ip link del "${CTL_NET_TAG}br" 2>/dev/null
+  CTL_NET_TAG=""
+  return 0
+}
+
+# ---------------------------------------------------------------------------------------------------
 # Configuration. ctl_configure IMPL MODE NAMESRV_KIND writes every config file under $WORK; the start
 # functions read them, so a restart uses the same ports, store and identity.
 
@@ -168,16 +271,17 @@ ctl_configure() {
   CLIENT_JVM=("${JAVA_OPENS[@]}" -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Duser.home="$WORK/client-home")
   CTL_NODES=() NS_NODES=()
-  local i peers="" ctl_ports=() ns_ports=()
+  local i peers="" ctl_ports=() ns_ports=() hosts=()
   for i in 0 1 2; do
+    if [[ $CTL_NETNS == 1 ]]; then hosts+=("$CTL_SUBNET.$((11 + i))"); else hosts+=(127.0.0.1); fi
     port_block; ctl_ports+=("$BASE")
-    peers+="n$i-127.0.0.1:$BASE;"
+    peers+="n$i-${hosts[$i]}:$BASE;"
   done
   peers=${peers%;}
-  CTL_ADDRS="127.0.0.1:${ctl_ports[0]};127.0.0.1:${ctl_ports[1]};127.0.0.1:${ctl_ports[2]}"
+  CTL_ADDRS="${hosts[0]}:${ctl_ports[0]};${hosts[1]}:${ctl_ports[1]};${hosts[2]}:${ctl_ports[2]}"
   if [[ $CTL_MODE == embedded ]]; then
     for i in 0 1 2; do port_block; ns_ports+=("$BASE"); NS_NODES+=("ns$i"); CTL_NODES+=("ns$i"); done
-    NS_ADDRS="127.0.0.1:${ns_ports[0]};127.0.0.1:${ns_ports[1]};127.0.0.1:${ns_ports[2]}"
+    NS_ADDRS="${hosts[0]}:${ns_ports[0]};${hosts[1]}:${ns_ports[1]};${hosts[2]}:${ns_ports[2]}"
   else
     port_block; ns_ports+=("$BASE"); NS_NODES+=(namesrv)
     for i in 0 1 2; do CTL_NODES+=("c$i"); done
@@ -187,7 +291,8 @@ ctl_configure() {
   for i in 0 1 2; do
     local node=${CTL_NODES[$i]} dir=$WORK/${CTL_NODES[$i]}
     mkdir -p "$dir/home"
-    ADDR[$node]=127.0.0.1:${ctl_ports[$i]}
+    ADDR[$node]=${hosts[$i]}:${ctl_ports[$i]}
+    [[ $CTL_NETNS == 1 ]] && NETNS[$node]=${CTL_NET_TAG}n$i
     {
       echo "# controller node n$i of $CTL_GROUP"
       echo "controllerDLegerGroup=$CTL_GROUP"
@@ -203,8 +308,10 @@ ctl_configure() {
     local node=${NS_NODES[$i]} dir=$WORK/${NS_NODES[$i]}
     mkdir -p "$dir/home"
     NSPORT[$node]=${ns_ports[$i]}
+    local bind=127.0.0.1
+    [[ $CTL_MODE == embedded ]] && bind=${hosts[$i]}
     {
-      echo "bindAddress=127.0.0.1"
+      echo "bindAddress=$bind"
       echo "listenPort=${ns_ports[$i]}"
       echo "kvConfigPath=$dir/kvConfig.json"
       echo "rocketmqHome=$RMQ_HOME"
@@ -228,7 +335,7 @@ ctl_configure_broker() { # NAME [KEY=VALUE...] (later keys override earlier ones
   shift
   port_block
   mkdir -p "$dir/home" "$dir/store"
-  ADDR[$name]=127.0.0.1:$((BASE + 2))
+  ADDR[$name]=$CTL_HOST:$((BASE + 2))
   cat >"$dir/broker.conf" <<EOF
 brokerClusterName=$CTL_CLUSTER
 brokerName=$CTL_BROKER
@@ -239,9 +346,9 @@ controllerAddr=$CTL_ADDRS
 allAckInSyncStateSet=true
 namesrvAddr=$NS_ADDRS
 flushDiskType=ASYNC_FLUSH
-brokerIP1=127.0.0.1
-brokerIP2=127.0.0.1
-bindAddress=127.0.0.1
+brokerIP1=$CTL_HOST
+brokerIP2=$CTL_HOST
+bindAddress=$CTL_HOST
 listenPort=$((BASE + 2))
 haListenPort=$((BASE + 3))
 storePathRootDir=$dir/store
@@ -261,24 +368,26 @@ EOF
 # matching wait function waits for the boot line.
 
 ctl_start_node() { # NAME: a controller node (standalone) or a NameServer (with or without controller)
-  local name=$1 dir=$WORK/$1
+  local name=$1 dir=$WORK/$1 in=()
+  # In its namespace, if it has one (ip netns exec execs the command: the pid stays the node's own).
+  [[ -n ${NETNS[$name]:-} ]] && in=(ip netns exec "${NETNS[$name]}")
   if [[ $name == c? ]]; then
     if [[ $CTL_IMPL == java ]]; then
-      ctl_start_peer "$name" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
-        -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/servers-$CTL_V5/*" \
+      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
+        -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
         org.apache.rocketmq.controller.ControllerStartup -c "$dir/controller.conf"
     else
-      ctl_start_peer "$name" env HOME="$dir/home" ROCKETMQ_HOME="$RMQ_HOME" "$CTL_BIN" -c "$dir/controller.conf"
+      ctl_start_peer "$name" "${in[@]}" env HOME="$dir/home" ROCKETMQ_HOME="$RMQ_HOME" "$CTL_BIN" -c "$dir/controller.conf"
     fi
   else
     local java_ns=0
     if [[ $CTL_MODE == embedded ]]; then [[ $CTL_IMPL == java ]] && java_ns=1; else [[ $CTL_NSKIND == java ]] && java_ns=1; fi
     if ((java_ns)); then
-      ctl_start_peer "$name" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
-        -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/servers-$CTL_V5/*" \
+      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
+        -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
         org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf"
     else
-      ctl_start_peer "$name" env HOME="$dir/home" ROCKETMQ_HOME="$RMQ_HOME" "$NS_BIN" -c "$dir/namesrv.conf"
+      ctl_start_peer "$name" "${in[@]}" env HOME="$dir/home" ROCKETMQ_HOME="$RMQ_HOME" "$NS_BIN" -c "$dir/namesrv.conf"
     fi
   fi
 }
@@ -295,7 +404,7 @@ ctl_wait_node() { # NAME
 ctl_start_broker() { # NAME
   local name=$1 dir=$WORK/$1
   ctl_start_peer "$name" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms256m -Xmx512m \
-    -XX:MaxDirectMemorySize=512m -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/servers-$CTL_V5/*" \
+    -XX:MaxDirectMemorySize=512m -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
     org.apache.rocketmq.broker.BrokerStartup -c "$dir/broker.conf"
 }
 
@@ -343,7 +452,7 @@ ctl_nodes_arg() { # NAME...: NAME@ADDR@PID;...
 ctl_java() { # STEP KEY=VALUE...
   local step=$1
   shift
-  timeout 600 "$JAVA" "${CLIENT_JVM[@]}" -cp "$JAVA_DIR/target/classes:$LIB/clients-$CTL_V5/*" \
+  timeout 600 "$JAVA" "${CLIENT_JVM[@]}" -cp "$JAVA_DIR/target/classes:$LIB/clients-$CTL_CLIENT_V/*" \
     interop.ControllerInterop "$step" ns="$NS_ADDRS" cluster=$CTL_CLUSTER broker=$CTL_BROKER topic=$CTL_TOPIC \
     work="$WORK" controllers="$(ctl_nodes_arg "${CTL_NODES[@]}")" brokers="$(ctl_nodes_arg "${CTL_BROKERS[@]}")" "$@"
 }

@@ -151,6 +151,7 @@ public final class ControllerInterop {
                 case "j": it.scenarioJ(); break;
                 case "k": it.scenarioK(); break;
                 case "i": it.scenarioI(); break;
+                case "l": it.scenarioL(); break;
                 case "bench-round": it.benchRound(); break;
                 default: throw new IllegalArgumentException("unknown step " + argv[0]);
             }
@@ -550,39 +551,11 @@ public final class ControllerInterop {
         View v = awaitHealthy(180_000);
         awaitTopicOnSlaves(v);
         Node master = brokerByAddr(v.masterAddr());
-        String prefix = "b-" + System.currentTimeMillis() + "-";
-
-        DefaultMQProducer producer = new DefaultMQProducer("ctl-producer-" + System.nanoTime());
-        producer.setNamesrvAddr(ns);
-        producer.setInstanceName("ctl-producer-" + System.nanoTime());
-        producer.setPollNameServerInterval(100);
-        producer.setSendMsgTimeout(3000);
-        producer.start();
-        Map<String, Long> acked = new ConcurrentHashMap<>();
-        Map<String, Integer> failures = new ConcurrentHashMap<>();
-        AtomicBoolean stop = new AtomicBoolean();
-        AtomicLong seq = new AtomicLong();
-        Thread sender = new Thread(() -> {
-            while (!stop.get()) {
-                String body = prefix + seq.incrementAndGet();
-                try {
-                    SendResult sr = producer.send(new Message(topic, "ctl", body, body.getBytes(StandardCharsets.UTF_8)));
-                    if (sr.getSendStatus() == SendStatus.SEND_OK) {
-                        acked.put(body, System.currentTimeMillis());
-                    } else {
-                        failures.merge(sr.getSendStatus().name(), 1, Integer::sum);
-                    }
-                } catch (Exception e) {
-                    failures.merge(e.getClass().getSimpleName(), 1, Integer::sum);
-                    sleep(20);
-                }
-            }
-        }, "ctl-sender");
-        sender.start();
+        Sender sender = new Sender("b-" + System.currentTimeMillis() + "-");
         try {
-            await("the producer's first acknowledged sends", 30_000, () -> acked.size() >= 50 ? Boolean.TRUE : null);
+            await("the producer's first acknowledged sends", 30_000, () -> sender.acked.size() >= 50 ? Boolean.TRUE : null);
             Thread.sleep(2000);
-            int before = acked.size();
+            int before = sender.acked.size();
             long tKill = kill9(master);
             log("kill -9 master %s after %d acknowledged sends", master, before);
             Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
@@ -593,34 +566,110 @@ public final class ControllerInterop {
             log("new master %s at id 0 in the route %d ms after the kill (controller named it after %d ms)",
                 name(f.newMaster), f.routeAt - tKill, f.controllerAt > 0 ? f.controllerAt - tKill : -1);
             await("the producer acknowledges 100 sends after the failover", 60_000,
-                () -> acked.values().stream().filter(t -> t > tKill).count() >= 100 ? Boolean.TRUE : null);
+                () -> sender.ackedAfter(tKill) >= 100 ? Boolean.TRUE : null);
             // The outage the producer saw: the longest pause between two consecutive acknowledgements (a send
             // the old master answered just before dying may still be acknowledged after the kill).
-            long[] ts = acked.values().stream().mapToLong(Long::longValue).sorted().toArray();
-            long gap = 0, gapEnd = 0;
-            for (int i = 1; i < ts.length; i++) {
-                if (ts[i] - ts[i - 1] > gap) {
-                    gap = ts[i] - ts[i - 1];
-                    gapEnd = ts[i];
-                }
-            }
-            System.out.println("TIMING producer-gap-ms=" + gap);
+            long[] gap = sender.longestPause(0, Long.MAX_VALUE);
+            System.out.println("TIMING producer-gap-ms=" + gap[0]);
             log("producer: longest pause between acknowledgements %d ms, ending %d ms after the kill; failed sends: %s",
-                gap, gapEnd - tKill, failures);
+                gap[0], gap[1] - tKill, sender.failures);
         } finally {
-            stop.set(true);
-            sender.join(10_000);
-            producer.shutdown();
+            sender.close();
         }
+        checkNothingLost(sender, "after the failover");
+    }
 
-        Set<String> want = new TreeSet<>(acked.keySet());
-        log("%d sends acknowledged (SEND_OK); failures by kind: %s", want.size(), failures);
-        Set<String> got = consumeAll(prefix, want, 90_000);
+    /** Every message the sender saw acknowledged (SEND_OK) can be consumed from the start of every queue. */
+    private void checkNothingLost(Sender sender, String when) throws Exception {
+        Set<String> want = new TreeSet<>(sender.acked.keySet());
+        log("%d sends acknowledged (SEND_OK); failures by kind: %s", want.size(), sender.failures);
+        Set<String> got = consumeAll(sender.prefix, want, 90_000);
         Set<String> missing = new TreeSet<>(want);
         missing.removeAll(got);
-        log("consumed %d messages of this run from the new master; %d acknowledged ones missing", got.size(), missing.size());
-        check(missing.isEmpty(), "acknowledged messages lost after the failover (%d, first: %s)", missing.size(),
+        log("consumed %d messages of this run from the master; %d acknowledged ones missing", got.size(), missing.size());
+        check(missing.isEmpty(), "acknowledged messages lost %s (%d, first: %s)", when, missing.size(),
             missing.stream().limit(10).collect(Collectors.toList()));
+    }
+
+    /**
+     * A synchronous producer (route poll 100 ms, 3 s send timeout) sending numbered bodies PREFIX+N to the test
+     * topic in a thread of its own until closed: each acknowledged (SEND_OK) body with the time of its answer, and
+     * the failed sends by kind and time.
+     */
+    final class Sender implements AutoCloseable {
+        final String prefix;
+        final Map<String, Long> acked = new ConcurrentHashMap<>();
+        final Map<String, Integer> failures = new ConcurrentHashMap<>();
+        /** [start, end] of every failed send. */
+        final List<long[]> failed = Collections.synchronizedList(new ArrayList<>());
+        /** [start, end] of every acknowledged send. */
+        final List<long[]> ok = Collections.synchronizedList(new ArrayList<>());
+        private final DefaultMQProducer producer;
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final AtomicLong seq = new AtomicLong();
+        private final Thread thread;
+
+        Sender(String prefix) throws MQClientException {
+            this.prefix = prefix;
+            producer = new DefaultMQProducer("ctl-producer-" + System.nanoTime());
+            producer.setNamesrvAddr(ns);
+            producer.setInstanceName("ctl-producer-" + System.nanoTime());
+            producer.setPollNameServerInterval(100);
+            producer.setSendMsgTimeout(3000);
+            producer.start();
+            thread = new Thread(this::run, "ctl-sender");
+            thread.start();
+        }
+
+        private void run() {
+            while (!stop.get()) {
+                String body = prefix + seq.incrementAndGet();
+                long t0 = System.currentTimeMillis();
+                try {
+                    SendResult sr = producer.send(new Message(topic, "ctl", body, body.getBytes(StandardCharsets.UTF_8)));
+                    long t1 = System.currentTimeMillis();
+                    if (sr.getSendStatus() == SendStatus.SEND_OK) {
+                        acked.put(body, t1);
+                        ok.add(new long[] {t0, t1});
+                    } else {
+                        failures.merge(sr.getSendStatus().name(), 1, Integer::sum);
+                        failed.add(new long[] {t0, t1});
+                    }
+                } catch (Exception e) {
+                    failures.merge(e.getClass().getSimpleName(), 1, Integer::sum);
+                    failed.add(new long[] {t0, System.currentTimeMillis()});
+                    sleep(20);
+                }
+            }
+        }
+
+        long ackedAfter(long t) {
+            return acked.values().stream().filter(x -> x > t).count();
+        }
+
+        /**
+         * The longest pause between two consecutive acknowledgements that ends after FROM and starts before TO, as
+         * {length, end}; a pause still running at TO counts up to TO.
+         */
+        long[] longestPause(long from, long to) {
+            long[] ts = acked.values().stream().mapToLong(Long::longValue).sorted().toArray();
+            long gap = 0, end = 0;
+            for (int i = 1; i <= ts.length; i++) {
+                long a = ts[i - 1], b = i < ts.length ? ts[i] : Math.min(to, System.currentTimeMillis());
+                if (b > from && a < to && b - a > gap) {
+                    gap = b - a;
+                    end = b;
+                }
+            }
+            return new long[] {gap, end};
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop.set(true);
+            thread.join(10_000);
+            producer.shutdown();
+        }
     }
 
     private Set<String> consumeAll(String prefix, Set<String> want, long timeoutMs) throws Exception {
@@ -1217,6 +1266,206 @@ public final class ControllerInterop {
         System.out.println("TIMING rejoin-after-sigcont-ms=" + (System.currentTimeMillis() - tCont));
         log("%d ms after SIGCONT: %s", System.currentTimeMillis() - tCont, back);
         awaitHealthy(60_000);
+    }
+
+    /** The controller view as the node at ADDR serves it (its leader's, through ADDR's metadata), or null. */
+    private View viewVia(String addr) {
+        try {
+            BrokerReplicasInfo r = admin.getInSyncStateData(addr, Collections.singletonList(brokerName));
+            ReplicasInfo ri = r == null || r.getReplicasInfoTable() == null ? null : r.getReplicasInfoTable().get(brokerName);
+            Node n = controllerByAddr(addr);
+            return ri == null ? null : new View(ri, n == null ? addr : n.name);
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    /** The node every controller node names as leader, the only one claiming to be, or null. */
+    private String agreedLeader() {
+        String leader = null;
+        int claims = 0;
+        for (Node c : controllers) {
+            GetMetaDataResponseHeader m = meta(c.addr);
+            if (m == null || m.getControllerLeaderAddress() == null || m.getControllerLeaderAddress().isEmpty()) {
+                return null;
+            }
+            if (leader != null && !leader.equals(m.getControllerLeaderAddress())) {
+                return null;
+            }
+            leader = m.getControllerLeaderAddress();
+            if (m.isLeader()) {
+                claims++;
+                if (!c.addr.equals(leader)) {
+                    return null;
+                }
+            }
+        }
+        return claims == 1 ? leader : null;
+    }
+
+    /** Runs the script's netctl (cut|heal NODE) and returns the time it finished. */
+    private long netctl(String verb, Node n) throws Exception {
+        Process p = new ProcessBuilder(arg("netctl"), verb, n.name).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        int rc = p.waitFor();
+        check(rc == 0, "netctl %s %s failed (%d): %s", verb, n.name, rc, out);
+        return System.currentTimeMillis();
+    }
+
+    /**
+     * (l) The controller leader is cut off from the other two controller nodes (blackhole routes between their network
+     * namespaces; brokers, NameServer and clients still reach every node) while a synchronous producer sends to the
+     * replica group (allAckInSyncStateSet=true): the two others elect a new leader that serves with every broker
+     * alive; the producer's sends succeed again within 10 s of the cut; the master does not change. The cut lasts
+     * 20 s (beyond the brokers' 10 s leader refresh and heartbeat timeout), then is healed: one leader, named by every
+     * node, a healthy group, and every acknowledged message can be consumed.
+     */
+    private void scenarioL() throws Exception {
+        final long holdMs = 20_000, limitMs = 10_000;
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        String leaderAddr = await("one controller leader, named by every node", 60_000, this::agreedLeader);
+        Node leader = controllerByAddr(leaderAddr);
+        check(leader != null, "leader %s is none of the controller nodes %s", leaderAddr, controllers);
+        List<Node> others = controllers.stream().filter(c -> c != leader).collect(Collectors.toList());
+        Set<String> expected = liveBrokerAddrs();
+        Map<String, Long> logMarks = brokerLogMarks();
+        Sender sender = new Sender("l-" + System.currentTimeMillis() + "-");
+        boolean cut = false;
+        long tCut = 0, tHeal = 0;
+        try {
+            await("the producer's first acknowledged sends", 30_000, () -> sender.acked.size() >= 50 ? Boolean.TRUE : null);
+            Thread.sleep(2000);
+            int before = sender.acked.size();
+            cut = true;
+            tCut = netctl("cut", leader);
+            log("cut controller leader %s off from %s after %d acknowledged sends", leader, others, before);
+
+            long tStepDown = 0, tNewLeader = 0, tServe = 0, bothClaimMs = 0, lastPoll = tCut, lastLogScan = 0;
+            String newLeader = null;
+            View served = null;
+            Map<String, Long> follows = new TreeMap<>();
+            long deadline = tCut + 60_000;
+            while (System.currentTimeMillis() < deadline) {
+                long now = System.currentTimeMillis();
+                GetMetaDataResponseHeader om = meta(leader.addr);
+                boolean oldClaims = om != null && om.isLeader();
+                if (!oldClaims && tStepDown == 0) {
+                    tStepDown = now;
+                    log("the cut-off node %s no longer claims leadership (%s)", leader,
+                        om == null ? "no answer" : "leader " + om.getControllerLeaderAddress());
+                }
+                boolean otherClaims = false;
+                for (Node c : others) {
+                    GetMetaDataResponseHeader m = meta(c.addr);
+                    if (m != null && m.isLeader()) {
+                        otherClaims = true;
+                        if (newLeader == null) {
+                            newLeader = c.addr;
+                            tNewLeader = System.currentTimeMillis();
+                            log("%s claims leadership %d ms after the cut", c, tNewLeader - tCut);
+                        }
+                    }
+                }
+                if (oldClaims && otherClaims) {
+                    bothClaimMs += now - lastPoll;
+                }
+                lastPoll = now;
+                if (newLeader != null && served == null) {
+                    View x = viewVia(newLeader);
+                    if (x != null && expected.stream().allMatch(a -> x.byAddr(a) != null && Boolean.TRUE.equals(x.byAddr(a).getAlive()))) {
+                        served = x;
+                        tServe = System.currentTimeMillis();
+                        log("the new leader %s serves with every broker alive %d ms after the cut: %s", newLeader, tServe - tCut, x);
+                    }
+                }
+                if (newLeader != null && now - lastLogScan >= 500) {
+                    lastLogScan = now;
+                    for (Node b : brokers) {
+                        if (!follows.containsKey(b.name) && b.alive()
+                            && brokerLogSince(b, logMarks).contains("Update controller leader address to " + newLeader)) {
+                            follows.put(b.name, System.currentTimeMillis() - tCut);
+                        }
+                    }
+                }
+                if (served != null && now - tCut >= holdMs) {
+                    break;
+                }
+                Thread.sleep(POLL_MS);
+            }
+            check(newLeader != null, "no other controller node claimed leadership within 60 s of the cut");
+            check(served != null, "the new leader %s (claimed after %d ms) did not serve sync-state data with every broker alive within 60 s (%s)",
+                newLeader, tNewLeader - tCut, viewVia(newLeader));
+            System.out.println("TIMING partition-new-leader-ms=" + (tNewLeader - tCut));
+            System.out.println("TIMING partition-leader-serves-ms=" + (tServe - tCut));
+            if (tStepDown > 0) {
+                System.out.println("TIMING partition-old-leader-stepdown-ms=" + (tStepDown - tCut));
+            } else {
+                log("the cut-off node %s still claimed leadership when the cut ended", leader);
+            }
+            System.out.println("TIMING partition-two-leaders-ms=" + bothClaimMs);
+            log("brokers that logged 'Update controller leader address to %s' during the cut (ms after it): %s", newLeader, follows);
+
+            // The producer during the cut: when its sends succeeded again, and its longest pause.
+            long tc = tCut, end = System.currentTimeMillis();
+            List<long[]> failedAfter;
+            synchronized (sender.failed) {
+                failedAfter = sender.failed.stream().filter(f -> f[1] > tc).collect(Collectors.toList());
+            }
+            long lastFail = failedAfter.stream().mapToLong(f -> f[1]).max().orElse(tc);
+            long resume;
+            synchronized (sender.ok) {
+                resume = sender.ok.stream().filter(o -> o[0] >= lastFail || (failedAfter.isEmpty() && o[1] > tc))
+                    .mapToLong(o -> o[1]).min().orElse(-1);
+            }
+            long[] gap = sender.longestPause(tCut, end);
+            log("producer during the cut: %d sends acknowledged, %d failed (%s); longest pause between acknowledgements %d ms, ending %d ms after the cut",
+                sender.ackedAfter(tCut), failedAfter.size(), sender.failures, gap[0], gap[1] - tCut);
+            check(resume > 0, "the producer had no acknowledged send after the cut (last failure %d ms after it)", lastFail - tCut);
+            System.out.println("TIMING partition-producer-resume-ms=" + (resume - tCut));
+            System.out.println("TIMING partition-producer-gap-ms=" + gap[0]);
+            check(resume - tCut <= limitMs, "the producer's sends succeeded again only %d ms after the cut (limit %d ms)", resume - tCut, limitMs);
+            check(gap[0] <= limitMs, "the producer paused %d ms between acknowledgements during the cut (limit %d ms)", gap[0], limitMs);
+            check(sender.ackedAfter(end - 5000) > 0, "the producer acknowledged nothing in the last 5 s of the cut");
+
+            // A cut between controller nodes is no reason to change the master.
+            View atEnd = viewVia(newLeader);
+            log("at the end of the cut, via the new leader: %s", atEnd);
+            check(atEnd != null && v.masterId().equals(atEnd.masterId()) && v.info.getMasterEpoch() == atEnd.info.getMasterEpoch(),
+                "the cut changed the master: before %s, at the end of the cut %s", v, atEnd);
+
+            tHeal = netctl("heal", leader);
+            cut = false;
+            log("healed: %s reaches the other controller nodes again", leader);
+            long th = tHeal;
+            String[] last = new String[1];
+            long[] since = new long[1];
+            String one = await("one controller leader named by every node for 3 s", 90_000, () -> {
+                String l = agreedLeader();
+                if (l == null || !l.equals(last[0])) {
+                    last[0] = l;
+                    since[0] = System.currentTimeMillis();
+                    return null;
+                }
+                return System.currentTimeMillis() - since[0] >= 3000 ? l : null;
+            });
+            System.out.println("TIMING partition-heal-one-leader-ms=" + (since[0] - th));
+            log("after the heal every node names %s (the only one claiming leadership) from %d ms on", one, since[0] - th);
+            awaitHealthy(120_000);
+            long ackedNow = sender.acked.size();
+            await("the producer acknowledges 50 sends after the heal", 60_000,
+                () -> sender.ackedAfter(th) >= 50 && sender.acked.size() > ackedNow ? Boolean.TRUE : null);
+        } finally {
+            if (cut) {
+                try {
+                    netctl("heal", leader);
+                } catch (Throwable e) {
+                    log("heal failed: %s", e);
+                }
+            }
+            sender.close();
+        }
+        checkNothingLost(sender, "across the controller partition");
     }
 
     /** One bench round: kill -9 the master, time until the route shows its successor at id 0. */
