@@ -79,6 +79,11 @@ impl State {
     /// on another connection is not on this one any more.
     pub fn connection_closed(&self, conn: ConnId) {
         self.connections.remove(&conn);
+        // Most connections are clients': only a connection a broker registered on is worth
+        // the write lock, which route lookups wait for.
+        if self.routes.read(|r| r.registered_on(conn).is_empty()) {
+            return;
+        }
         let requests = self.routes.change(|r| r.closed(conn));
         self.queue_unregistrations(requests);
     }
