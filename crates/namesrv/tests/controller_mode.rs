@@ -29,12 +29,17 @@ async fn leader_of(cluster: &ControllerCluster) -> String {
 
 /// A broker of group `name` that has its id, is registered and heartbeats.
 async fn joined(cluster: &ControllerCluster, name: &'static str, addr: &str) -> ControllerBroker {
+    joined_at(&cluster.controllers, name, addr).await
+}
+
+/// The same, with the controller nodes at `controllers`.
+async fn joined_at(controllers: &[String], name: &'static str, addr: &str) -> ControllerBroker {
     let mut b = ControllerBroker::new("CtlCluster", name, addr);
     b.heartbeat_timeout_ms = 1_500;
     // A group just formed may still be settling its leader: retry as a broker does.
     let mut last = None;
     for _ in 0..25 {
-        last = b.register(&cluster.controllers).await;
+        last = b.register(controllers).await;
         if last.as_ref().is_some_and(|r| r.code == 0) {
             return b;
         }
@@ -651,21 +656,7 @@ async fn an_embedded_controller_whose_disk_fills_up_stops_while_routes_go_on() {
         disk.join("store").display()
     ));
     let controller = format!("127.0.0.1:{port}");
-    let cluster_addrs = [controller.clone()];
-    let mut broker = ControllerBroker::new("CtlCluster", "grp", "127.0.0.1:41101");
-    let mut registered = false;
-    for _ in 0..50 {
-        if broker
-            .register(&cluster_addrs)
-            .await
-            .is_some_and(|r| r.code == 0)
-        {
-            registered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(registered, "the broker joins the one-node group");
+    joined_at(std::slice::from_ref(&controller), "grp", "127.0.0.1:41101").await;
     let (status, _) = server.http_request("GET /readyz HTTP/1.0\r\n\r\n").await;
     assert_eq!(status, 200);
 

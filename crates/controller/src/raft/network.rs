@@ -30,7 +30,7 @@ type NodeId = u64;
 /// linearizable read and every election, and each would otherwise open a connection of its own.
 #[derive(Clone, Default)]
 pub struct Network {
-    pub source: Option<std::net::IpAddr>,
+    source: Option<std::net::IpAddr>,
     pool: Arc<Mutex<HashMap<String, Client>>>,
 }
 
