@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
+use support::net::Net;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 const NODES: usize = 3;
@@ -26,118 +27,6 @@ const PORT: u16 = 19_876;
 /// Longer than the election timeout (at most 2 s) and the leader lease (1 s) together, with
 /// room for a loaded machine.
 const STEP_DOWN_LIMIT: Duration = Duration::from_millis(3_500);
-
-/// Namespaces, a bridge and veth pairs named after this process, removed on drop.
-struct Net {
-    tag: String,
-    subnet: String,
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip runs");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-impl Net {
-    /// The network of test number `test` (tests of this file run at once, each on its own).
-    fn new(test: u8) -> Option<Net> {
-        let usable = Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-            && is_root();
-        support::able(
-            usable,
-            "root and iproute2 (ip netns) are needed for the partition test",
-        )?;
-        let pid = std::process::id();
-        let net = Net {
-            tag: format!("c{test}{}", pid % 100_000),
-            subnet: format!("10.{}.{}", 231 + test, pid % 250),
-        };
-        ip(&["link", "add", &net.bridge(), "type", "bridge"]);
-        ip(&[
-            "addr",
-            "add",
-            &format!("{}.1/24", net.subnet),
-            "dev",
-            &net.bridge(),
-        ]);
-        ip(&["link", "set", &net.bridge(), "up"]);
-        for i in 0..NODES {
-            let (ns, host, inner) = (
-                net.ns(i),
-                format!("{}h{i}", net.tag),
-                format!("{}n{i}", net.tag),
-            );
-            ip(&["netns", "add", &ns]);
-            ip(&["link", "add", &host, "type", "veth", "peer", "name", &inner]);
-            ip(&["link", "set", &inner, "netns", &ns]);
-            ip(&["link", "set", &host, "master", &net.bridge()]);
-            ip(&["link", "set", &host, "up"]);
-            let addr = format!("{}/24", net.node_ip(i));
-            ip(&["-n", &ns, "addr", "add", &addr, "dev", &inner]);
-            ip(&["-n", &ns, "link", "set", &inner, "up"]);
-            ip(&["-n", &ns, "link", "set", "lo", "up"]);
-        }
-        Some(net)
-    }
-
-    fn bridge(&self) -> String {
-        format!("{}br", self.tag)
-    }
-
-    fn ns(&self, i: usize) -> String {
-        format!("{}ns{i}", self.tag)
-    }
-
-    fn node_ip(&self, i: usize) -> String {
-        format!("{}.{}", self.subnet, 11 + i)
-    }
-
-    fn node_addr(&self, i: usize) -> String {
-        format!("{}:{PORT}", self.node_ip(i))
-    }
-
-    /// Cuts node `i` off from the other nodes, both ways; everything else still reaches it.
-    fn isolate(&self, i: usize, cut: bool) {
-        let verb = if cut { "add" } else { "del" };
-        for j in (0..NODES).filter(|j| *j != i) {
-            let (to_j, to_i) = (
-                format!("{}/32", self.node_ip(j)),
-                format!("{}/32", self.node_ip(i)),
-            );
-            ip(&["-n", &self.ns(i), "route", verb, "blackhole", &to_j]);
-            ip(&["-n", &self.ns(j), "route", verb, "blackhole", &to_i]);
-        }
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes its veth pairs with it.
-        let quiet = |args: &[&str]| {
-            let _ = Command::new("ip").args(args).stderr(Stdio::null()).status();
-        };
-        for i in 0..NODES {
-            quiet(&["netns", "del", &self.ns(i)]);
-            quiet(&["link", "del", &format!("{}h{i}", self.tag)]);
-        }
-        quiet(&["link", "del", &self.bridge()]);
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 struct Node(Child);
 
@@ -150,7 +39,7 @@ impl Drop for Node {
 
 fn start_node(net: &Net, i: usize, dir: &std::path::Path) -> Node {
     let peers: Vec<String> = (0..NODES)
-        .map(|j| format!("n{j}-{}", net.node_addr(j)))
+        .map(|j| format!("n{j}-{}:{PORT}", net.node_ip(j)))
         .collect();
     let conf = dir.join(format!("controller-{i}.conf"));
     std::fs::write(
@@ -200,7 +89,12 @@ async fn ask(addr: &str, cmd: RemotingCommand, limit: Duration) -> Option<Remoti
 async fn claims(net: &Net) -> Vec<usize> {
     let asks = (0..NODES).map(|i| async move {
         let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        let answer = ask(&net.node_addr(i), meta, Duration::from_millis(800)).await;
+        let answer = ask(
+            &format!("{}:{PORT}", net.node_ip(i)),
+            meta,
+            Duration::from_millis(800),
+        )
+        .await;
         answer
             .is_some_and(|a| a.ext("isLeader") == Some("true"))
             .then_some(i)
@@ -235,7 +129,9 @@ async fn steady_leader(net: &Net, steady: Duration, limit: Duration) -> Option<u
 
 #[tokio::test]
 async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is_elected() {
-    let Some(net) = Net::new(0) else { return };
+    let Some(mut net) = Net::new(0, NODES, 0) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let _nodes: Vec<Node> = (0..NODES)
         .map(|i| start_node(&net, i, dir.path()))
@@ -252,9 +148,13 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
         .with_ext("clusterName", "c")
         .with_ext("brokerName", "b");
     let asked = Instant::now();
-    let answer = ask(&net.node_addr(old), next_id, Duration::from_secs(7))
-        .await
-        .expect("the cut-off leader answers");
+    let answer = ask(
+        &format!("{}:{PORT}", net.node_ip(old)),
+        next_id,
+        Duration::from_secs(7),
+    )
+    .await
+    .expect("the cut-off leader answers");
     assert_ne!(
         answer.code,
         response::SUCCESS,
@@ -292,9 +192,13 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
     let next_id = RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
         .with_ext("clusterName", "c")
         .with_ext("brokerName", "b");
-    let answer = ask(&net.node_addr(new), next_id, Duration::from_secs(5))
-        .await
-        .expect("the new leader answers");
+    let answer = ask(
+        &format!("{}:{PORT}", net.node_ip(new)),
+        next_id,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the new leader answers");
     assert_eq!(answer.code, response::SUCCESS, "{:?}", answer.remark);
 
     net.isolate(old, false);
@@ -317,9 +221,13 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
         (leader + 1) % NODES
     );
     let vote = RemotingCommand::request(1191).with_body(forged.into_bytes());
-    let answer = ask(&net.node_addr(leader), vote, Duration::from_secs(3))
-        .await
-        .expect("an answer");
+    let answer = ask(
+        &format!("{}:{PORT}", net.node_ip(leader)),
+        vote,
+        Duration::from_secs(3),
+    )
+    .await
+    .expect("an answer");
     assert_eq!(answer.code, response::NO_PERMISSION, "{:?}", answer.remark);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(claims(&net).await, vec![leader], "the leader still leads");

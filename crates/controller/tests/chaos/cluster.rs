@@ -1,0 +1,191 @@
+//! Three `mqcontroller` processes, each in its own network namespace with its store on a small
+//! tmpfs of its own, that the schedule kills, pauses, restarts and starves of disk.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::support::net::Net;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
+pub const NODES: usize = 3;
+pub const PORT: u16 = 19_876;
+
+pub struct Cluster {
+    pub net: Net,
+    dir: PathBuf,
+    procs: Vec<Option<Child>>,
+    paused: Vec<bool>,
+}
+
+fn run(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl Cluster {
+    /// Mounts each node's disk and starts every node; `None` (after saying why) when the
+    /// machine cannot mount a tmpfs.
+    pub fn start(net: Net, dir: &Path) -> Option<Cluster> {
+        for i in 0..NODES {
+            let disk = dir.join(format!("disk-{i}"));
+            std::fs::create_dir_all(&disk).unwrap();
+            let mounted = run(
+                "mount",
+                &[
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    "size=256m",
+                    "tmpfs",
+                    disk.to_str().unwrap(),
+                ],
+            );
+            crate::support::able(
+                mounted,
+                "mounting a tmpfs (root) is needed for the chaos test",
+            )?;
+        }
+        let mut cluster = Cluster {
+            net,
+            dir: dir.to_path_buf(),
+            procs: (0..NODES).map(|_| None).collect(),
+            paused: vec![false; NODES],
+        };
+        for i in 0..NODES {
+            cluster.boot(i).unwrap();
+        }
+        Some(cluster)
+    }
+
+    pub fn addr(&self, i: usize) -> String {
+        format!("{}:{PORT}", self.net.node_ip(i))
+    }
+
+    fn disk(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("disk-{i}"))
+    }
+
+    /// Starts node `i` (again) and waits for its boot line; an error if it exits first.
+    pub fn boot(&mut self, i: usize) -> Result<(), String> {
+        assert!(self.procs[i].is_none(), "n{i} already runs");
+        let peers: Vec<String> = (0..NODES)
+            .map(|j| format!("n{j}-{}", self.addr(j)))
+            .collect();
+        let conf = self.dir.join(format!("controller-{i}.conf"));
+        // Snapshots every 64 entries, so that schedules build, send and install them too. The
+        // Java controller reads the same file (mappedFileSize and configStorePath are its keys;
+        // ours ignores them).
+        std::fs::write(
+            &conf,
+            format!(
+                "controllerDLegerGroup=chaos\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
+                 controllerStorePath={}\nscanNotActiveBrokerInterval=1000\n\
+                 scanInactiveMasterInterval=1000\ncontrollerSnapshotEveryEntries=64\n\
+                 mappedFileSize=67108864\nconfigStorePath={}\n",
+                peers.join(";"),
+                self.disk(i).join("store").display(),
+                self.disk(i).join("controller.properties").display()
+            ),
+        )
+        .unwrap();
+        // CHAOS_CONTROLLER runs another controller on the same schedules (scripts/java-controller
+        // for the Java one, as the control).
+        let program = std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| BINARY.to_string());
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.net.ns(i), &program, "-c"])
+            .arg(&conf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("node-{i}.log")))
+            .unwrap();
+        let booted = lines.by_ref().map_while(Result::ok).find(|line| {
+            let _ = writeln!(log, "{line}");
+            line.contains("Controller Server boot success")
+        });
+        if booted.is_none() {
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+            return Err(format!("n{i} exited before booting ({status})"));
+        }
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = writeln!(log, "{line}");
+            }
+        });
+        self.procs[i] = Some(child);
+        self.paused[i] = false;
+        Ok(())
+    }
+
+    /// kill -9.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.procs[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.paused[i] = false;
+    }
+
+    fn signal(&mut self, i: usize, signal: &str) {
+        if let Some(child) = &self.procs[i] {
+            run("kill", &[signal, &child.id().to_string()]);
+        }
+    }
+
+    /// SIGSTOP.
+    pub fn pause(&mut self, i: usize) {
+        self.signal(i, "-STOP");
+        self.paused[i] = true;
+    }
+
+    /// SIGCONT.
+    pub fn resume(&mut self, i: usize) {
+        self.signal(i, "-CONT");
+        self.paused[i] = false;
+    }
+
+    /// Whether node `i` runs; a node that exited on its own is reaped, its status given.
+    pub fn exited(&mut self, i: usize) -> Option<String> {
+        let child = self.procs[i].as_mut()?;
+        let status = child.try_wait().ok()??;
+        self.procs[i] = None;
+        Some(status.to_string())
+    }
+
+    pub fn running(&self, i: usize) -> bool {
+        self.procs[i].is_some()
+    }
+
+    /// Fills node `i`'s disk up.
+    pub fn fill_disk(&self, i: usize) {
+        let mut file = std::fs::File::create(self.disk(i).join("filler")).unwrap();
+        let chunk = vec![0u8; 64 * 1024];
+        while file.write_all(&chunk).is_ok() {}
+        let _ = file.sync_all();
+    }
+
+    pub fn free_disk(&self, i: usize) {
+        let _ = std::fs::remove_file(self.disk(i).join("filler"));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..NODES {
+            if self.paused[i] {
+                self.resume(i);
+            }
+            self.kill(i);
+            let _ = Command::new("umount").arg("-l").arg(self.disk(i)).status();
+        }
+    }
+}
