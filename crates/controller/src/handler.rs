@@ -142,9 +142,7 @@ pub async fn handle(
                 "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
             ),
         },
-        codes::RAFT_APPEND_ENTRIES => {
-            raft_call(req, |rpc| controller.raft().append_entries(rpc)).await
-        }
+        codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
         codes::RAFT_VOTE => raft_call(req, |rpc| controller.raft().vote(rpc)).await,
         codes::RAFT_INSTALL_SNAPSHOT => {
             raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await

@@ -91,6 +91,8 @@ pub struct Controller {
     source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
+    /// When this node last took AppendEntries (heartbeats included) from a leader.
+    leader_heard_at: Mutex<Option<Instant>>,
     /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
@@ -143,6 +145,7 @@ impl Controller {
             peer_ips,
             source,
             quorum_acked_at: Mutex::new(None),
+            leader_heard_at: Mutex::new(None),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
             leader_link: Default::default(),
@@ -217,17 +220,42 @@ impl Controller {
     }
 
     /// (leader id, leader address) as the group's members are named in the config; `None` when
-    /// this node would name itself without holding the lease.
+    /// this node would name itself without holding the lease, or another node it has not heard
+    /// from within the lease. A follower keeps naming its leader until a successor is elected,
+    /// seconds after the leader died or paused; brokers take the first node that names a leader
+    /// and would be sent to a dead one. Past the lease the old leader no longer claims either.
     pub fn leader(&self) -> Option<(String, String)> {
         if self.failure().is_some() {
             return None;
         }
         let leader = self.raft.metrics().borrow().current_leader?;
         let config = self.config.read();
-        if leader == config.self_node_id() && !self.is_leader() {
+        let vouched = if leader == config.self_node_id() {
+            self.is_leader()
+        } else {
+            self.leader_heard_at
+                .lock()
+                .is_some_and(|at| at.elapsed() < LEADER_LEASE)
+        };
+        if !vouched {
             return None;
         }
         config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
+    }
+
+    /// AppendEntries from the leader, noting when a leader was last heard from.
+    pub async fn append_entries(
+        &self,
+        rpc: openraft::raft::AppendEntriesRequest<crate::raft::TypeConfig>,
+    ) -> Result<openraft::raft::AppendEntriesResponse<u64>, RaftError<u64>> {
+        let answer = self.raft.append_entries(rpc).await;
+        if answer
+            .as_ref()
+            .is_ok_and(|a| !matches!(a, openraft::raft::AppendEntriesResponse::HigherVote(_)))
+        {
+            *self.leader_heard_at.lock() = Some(Instant::now());
+        }
+        answer
     }
 
     pub fn raft_status(&self) -> RaftStatus {

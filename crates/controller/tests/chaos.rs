@@ -104,7 +104,7 @@ async fn one_leader(addrs: &[String], steady: Duration, limit: Duration) -> Opti
 async fn every_group_has_a_master(addr: &str) -> bool {
     for g in broker::group_names() {
         let read = RemotingCommand::request(request::CONTROLLER_GET_REPLICA_INFO)
-            .with_ext("brokerName", &g);
+            .with_ext("brokerName", g);
         let master = ask(addr, read, Duration::from_secs(2))
             .await
             .filter(|a| a.code == response::SUCCESS)
@@ -215,6 +215,7 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
         let masters: Vec<String> = broker::group_names()
             .into_iter()
             .filter(|g| fleet.master_of(g).is_some())
+            .map(String::from)
             .collect();
         let began = Instant::now();
         let done: Vec<_> = phase

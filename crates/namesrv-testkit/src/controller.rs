@@ -15,7 +15,9 @@ use tempfile::TempDir;
 use crate::broker::{dv, Broker};
 use crate::server::{Launch, Server};
 
+/// Java's broker bounds its controller requests at 3 s.
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A free loopback port (free when asked; good enough for tests on one machine).
 pub fn free_port() -> u16 {
@@ -178,6 +180,11 @@ pub struct ControllerBroker {
     /// The newest master epoch it knows of, as its heartbeats report.
     pub epoch: i32,
     pub heartbeat_timeout_ms: u64,
+    /// The address its connections to the controller nodes leave from (the route's choice when
+    /// none): a broker of its own on a network a test cuts.
+    source: Option<std::net::IpAddr>,
+    /// The node found leading last time, asked first next time.
+    leader: Option<usize>,
     links: Vec<Option<Client>>,
     namesrv_links: Vec<Option<Client>>,
 }
@@ -193,9 +200,22 @@ impl ControllerBroker {
             max_offset: 0,
             epoch: 0,
             heartbeat_timeout_ms: 10_000,
+            source: None,
+            leader: None,
             links: Vec::new(),
             namesrv_links: Vec::new(),
         }
+    }
+
+    /// The node it found leading last, which its requests went to.
+    pub fn known_leader(&self) -> Option<usize> {
+        self.leader
+    }
+
+    /// The same broker, connecting to the controller nodes from `source`.
+    pub fn speaking_from(mut self, source: std::net::IpAddr) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// Drops every connection, as a killed broker's sockets close.
@@ -209,11 +229,31 @@ impl ControllerBroker {
             self.links.resize(controllers.len(), None);
         }
         if self.links[i].is_none() {
-            let connect =
-                tokio::time::timeout(CALL_TIMEOUT, Client::connect(controllers[i].as_str()));
-            self.links[i] = connect.await.ok().and_then(Result::ok);
+            let connect = Client::connect_from(&controllers[i], self.source, CALL_TIMEOUT);
+            self.links[i] = connect.await.ok();
         }
         self.links[i].clone()
+    }
+
+    /// Connects to every node it has no connection to, all at once, each within a second: a
+    /// node that cannot be reached does not hold up the others.
+    async fn connect_all(&mut self, controllers: &[String]) {
+        if self.links.len() < controllers.len() {
+            self.links.resize(controllers.len(), None);
+        }
+        let mut dials = tokio::task::JoinSet::new();
+        for (i, addr) in controllers.iter().enumerate() {
+            if self.links[i].is_none() {
+                let (addr, source) = (addr.clone(), self.source);
+                dials.spawn(async move {
+                    let dialled = Client::connect_from(&addr, source, CONNECT_TIMEOUT).await;
+                    (i, dialled.ok())
+                });
+            }
+        }
+        while let Some(Ok((i, link))) = dials.join_next().await {
+            self.links[i] = link;
+        }
     }
 
     /// Sends `cmd` to node `i` over this broker's connection to it; a failure drops the link.
@@ -233,20 +273,34 @@ impl ControllerBroker {
         }
     }
 
-    /// The node that says it leads, asked as a broker asks (1005 to each node).
+    /// The node that leads, asked as a broker asks (1005): the one found last time while it
+    /// still says it leads, else the leader the first node to answer names (every node asked
+    /// at once, so that one that cannot answer does not hold the broker up).
     pub async fn find_leader(&mut self, controllers: &[String]) -> Option<usize> {
-        for i in 0..controllers.len() {
-            let resp = self
-                .call(
-                    controllers,
-                    i,
-                    RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO),
-                )
-                .await;
-            if let Some(leader) = resp.as_ref().and_then(|r| r.ext("controllerLeaderAddress")) {
-                if let Some(pos) = controllers.iter().position(|c| c == leader) {
-                    return Some(pos);
-                }
+        let meta = || RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
+        if let Some(i) = self.leader.take().filter(|i| *i < controllers.len()) {
+            let resp = self.call(controllers, i, meta()).await;
+            if resp.is_some_and(|r| r.ext("isLeader") == Some("true")) {
+                self.leader = Some(i);
+                return Some(i);
+            }
+        }
+        self.connect_all(controllers).await;
+        let mut asks = tokio::task::JoinSet::new();
+        for (i, link) in self.links.iter().enumerate() {
+            if let Some(client) = link.clone() {
+                asks.spawn(async move { (i, client.invoke(meta(), CALL_TIMEOUT).await) });
+            }
+        }
+        while let Some(Ok((i, answer))) = asks.join_next().await {
+            let Ok(answer) = answer else {
+                self.links[i] = None;
+                continue;
+            };
+            let named = answer.ext("controllerLeaderAddress");
+            if let Some(pos) = named.and_then(|l| controllers.iter().position(|c| c == l)) {
+                self.leader = Some(pos);
+                return Some(pos);
             }
         }
         None
@@ -255,8 +309,9 @@ impl ControllerBroker {
     /// 904 to every node it can reach, oneway.
     pub async fn heartbeat(&mut self, controllers: &[String]) {
         let Some(id) = self.id else { return };
+        self.connect_all(controllers).await;
         for i in 0..controllers.len() {
-            let Some(client) = self.link(controllers, i).await else {
+            let Some(client) = self.links[i].clone() else {
                 continue;
             };
             let cmd = RemotingCommand::request(request::BROKER_HEARTBEAT)

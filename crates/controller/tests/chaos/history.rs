@@ -22,7 +22,8 @@ pub enum Op {
 pub struct Seen {
     pub group: String,
     pub op: Op,
-    pub node: usize,
+    /// The node that answered, as far as the broker knows.
+    pub node: Option<usize>,
     pub start: Instant,
     pub end: Instant,
     pub master: Option<i64>,
@@ -246,8 +247,8 @@ impl History {
                 };
                 if let Some((which, t, was, now)) = back {
                     found.push(format!(
-                        "{group}: {which} epoch went back from {was} ({:?} ended {} from n{}) \
-                         to {now} ({:?} started {} from n{})",
+                        "{group}: {which} epoch went back from {was} ({:?} ended {} from n{:?}) \
+                         to {now} ({:?} started {} from n{:?})",
                         t.op,
                         at(t.end),
                         t.node,
