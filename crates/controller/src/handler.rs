@@ -28,6 +28,7 @@ pub async fn handle(
             | codes::RAFT_VOTE
             | codes::RAFT_INSTALL_SNAPSHOT
             | codes::FORWARDED_HEARTBEAT
+            | codes::GROUP_PROBE
     );
     let header_bytes: usize = req
         .ext_fields
@@ -143,7 +144,11 @@ pub async fn handle(
             ),
         },
         codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
-        codes::RAFT_VOTE => raft_call(req, |rpc| controller.raft().vote(rpc)).await,
+        codes::RAFT_VOTE => vote(controller, req).await,
+        codes::GROUP_PROBE => {
+            let applied = serde_json::json!({ "applied": controller.applied_index() });
+            Answer::ok().body(applied.to_string().into_bytes())
+        }
         codes::RAFT_INSTALL_SNAPSHOT => {
             raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
         }
@@ -350,6 +355,29 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> An
 
 /// A Raft message from another node of the group: the answer's body is the JSON of the local
 /// Raft's result, error included, for the sender to hand back to its own Raft.
+/// A vote request. A node that lost its store would, with its empty log, vote for any
+/// candidate, one that lacks committed entries included, and it has forgotten whom it voted
+/// for: until it has caught up it votes only for a candidate whose log reaches what the group
+/// had applied when it asked (which any member that outlived the loss has).
+async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+    if let Some(target) = controller.rejoin_target() {
+        let last = req
+            .body
+            .as_deref()
+            .and_then(|b| serde_json::from_slice::<openraft::raft::VoteRequest<u64>>(b).ok())
+            .and_then(|v| v.last_log_id)
+            .map(|l| l.index);
+        if last.is_none_or(|l| l < target) {
+            return Answer::code(
+                response::SYSTEM_ERROR,
+                "this node lost its store and has not caught up with the group: it votes only \
+                 for a candidate that has what the group applied",
+            );
+        }
+    }
+    raft_call(req, |rpc| controller.raft().vote(rpc)).await
+}
+
 async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> Answer
 where
     Req: serde::de::DeserializeOwned,

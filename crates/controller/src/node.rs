@@ -93,6 +93,9 @@ pub struct Controller {
     quorum_acked_at: Mutex<Option<Instant>>,
     /// When this node last took AppendEntries (heartbeats included) from a leader.
     leader_heard_at: Mutex<Option<Instant>>,
+    /// While this node, started on an empty store, catches up with a group that has worked:
+    /// the applied index it must reach before it votes or stands.
+    rejoining: Mutex<Option<u64>>,
     /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
@@ -121,18 +124,10 @@ impl Controller {
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
         let raft = Raft::new(node_id, raft_cfg, Network::new(source), log, sm).await?;
-        if !raft.is_initialized().await? {
-            let members: BTreeMap<u64, BasicNode> = config
-                .peers
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i as u64, BasicNode::new(&p.addr)))
-                .collect();
-            // Every node proposes the same membership; whichever forms the group first wins
-            // and the others' attempts are refused harmlessly.
-            if let Err(e) = raft.initialize(members).await {
-                tracing::debug!("group already formed: {e}");
-            }
+        let empty = !raft.is_initialized().await?;
+        if empty {
+            // Neither stand nor form a group before the peers have been asked (join_or_form).
+            raft.runtime_config().elect(false);
         }
         let controller = Arc::new(Controller {
             config: RwLock::new(config),
@@ -146,11 +141,15 @@ impl Controller {
             source,
             quorum_acked_at: Mutex::new(None),
             leader_heard_at: Mutex::new(None),
+            rejoining: Mutex::new(None),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
             leader_link: Default::default(),
             shutdown: CancellationToken::new(),
         });
+        if empty {
+            tokio::spawn(join_or_form(controller.clone()));
+        }
         tokio::spawn(watch_role(controller.clone()));
         tokio::spawn(scan_silent_brokers(controller.clone()));
         tokio::spawn(scan_inactive_masters(controller.clone()));
@@ -241,6 +240,17 @@ impl Controller {
             return None;
         }
         config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
+    }
+
+    /// While this node, started on an empty store, catches up with its group: the applied
+    /// index it must reach.
+    pub fn rejoin_target(&self) -> Option<u64> {
+        *self.rejoining.lock()
+    }
+
+    /// The index of the last entry the state machine applied; `None` for an empty store.
+    pub fn applied_index(&self) -> Option<u64> {
+        self.raft.metrics().borrow().last_applied.map(|l| l.index)
     }
 
     /// AppendEntries from the leader, noting when a leader was last heard from.
@@ -672,6 +682,102 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
             controller.trigger_election(&name).await;
         }
     }
+}
+
+/// What a node that starts on an empty store does: it asks every other member whether it
+/// belongs to a group that has worked (applied an entry). If one does, this node lost its store
+/// (or is new to a running group): it forms nothing, stands for nothing and votes for no one
+/// until the leader has refilled it up to what that member had applied. If every member
+/// answers and none does, the group is new and every node proposes the same membership. While
+/// a member cannot be asked and none that can has worked, it waits: the silent one may hold the
+/// group's state, and two wiped stores must not form a new group without it.
+async fn join_or_form(controller: Arc<Controller>) {
+    let config = controller.config();
+    let others: Vec<String> = config
+        .peers
+        .iter()
+        .filter(|p| p.id != config.self_id)
+        .map(|p| p.addr.clone())
+        .collect();
+    let mut waited = 0u32;
+    loop {
+        let probes = others.iter().map(|addr| probe(addr, controller.source));
+        let answers = futures::future::join_all(probes).await;
+        // Index 0 is the membership every node proposes at first: a group has worked once a
+        // leader's first entry (index 1) was applied.
+        let worked = answers
+            .iter()
+            .flatten()
+            .flatten()
+            .filter(|a| **a >= 1)
+            .max()
+            .copied();
+        if let Some(target) = worked {
+            tracing::warn!(
+                "this node's store is empty but the group has worked (a member applied entry \
+                 {target}): joining without forming a group, no vote until refilled"
+            );
+            *controller.rejoining.lock() = Some(target);
+            break;
+        }
+        if answers.iter().all(Option::is_some) {
+            let members: BTreeMap<u64, BasicNode> = config
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as u64, BasicNode::new(&p.addr)))
+                .collect();
+            // Every node proposes the same membership; whichever forms the group first wins
+            // and the others' attempts are refused harmlessly.
+            if let Err(e) = controller.raft.initialize(members).await {
+                tracing::debug!("group already formed: {e}");
+            }
+            controller.raft.runtime_config().elect(true);
+            return;
+        }
+        if waited.is_multiple_of(20) {
+            tracing::warn!(
+                "this node's store is empty and a member cannot be asked whether the group has \
+                 worked: waiting for every member before forming a group"
+            );
+        }
+        waited += 1;
+        tokio::select! {
+            _ = controller.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+    // Refilled once the state machine has applied what the member had.
+    let mut metrics = controller.raft.metrics();
+    loop {
+        let applied = metrics.borrow().last_applied.map(|l| l.index);
+        let target = *controller.rejoining.lock();
+        if target.is_none_or(|t| applied.is_some_and(|a| a >= t)) {
+            break;
+        }
+        tokio::select! {
+            _ = controller.shutdown.cancelled() => return,
+            changed = metrics.changed() => if changed.is_err() { return },
+        }
+    }
+    *controller.rejoining.lock() = None;
+    controller.raft.runtime_config().elect(true);
+    tracing::info!("this node has caught up with the group: it votes and may stand again");
+}
+
+/// A member's answer to GROUP_PROBE: `Some(applied index, if any)`; `None` if it cannot be asked.
+async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
+    let limit = Duration::from_secs(1);
+    let client = Client::connect_from(addr, source, limit).await.ok()?;
+    let answer = client
+        .invoke(RemotingCommand::request(codes::GROUP_PROBE), limit)
+        .await
+        .ok()?;
+    if answer.code != response::SUCCESS {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_slice(answer.body.as_deref()?).ok()?;
+    Some(body["applied"].as_u64())
 }
 
 /// The addresses a `host:port` resolves to; none if it does not.

@@ -4,8 +4,8 @@
 //! each store on a small tmpfs of its own, and nine brokers (three groups of three) that follow
 //! the controller protocol from addresses of their own. A schedule, drawn from a seed, is two or
 //! three phases of faults: the leader cut off, a 1/2 split with brokers on both sides, a bridge,
-//! SIGSTOP of the leader (also with a peer down), kill -9 and restart, a full disk, a master
-//! broker's crash. After each phase the faults are healed. Everything brokers and a sampler are
+//! SIGSTOP of the leader (also with a peer down), kill -9 and restart, a full disk, a wiped
+//! store with the other follower down, a master broker's crash. After each phase the faults are healed. Everything brokers and a sampler are
 //! told is recorded, and `history::check` judges the record:
 //! - one master per (group, master epoch) and one set per (group, set epoch) in every answer;
 //!   epochs never go back between answers that follow one another in real time; an id is
@@ -16,9 +16,10 @@
 //! - after healing, one leader within 3 s and every group with a master within 5 s;
 //! - while a quorum is left, each group's master changes its set (1001) within 5 s.
 //!
-//! `CHAOS_SCHEDULES` (default 3, the short run of the test command) schedules are run from seed
-//! `CHAOS_SEED` (default 1) on; `scripts/chaos` runs the long one. A failing schedule names its
-//! seed: `CHAOS_SEED=<seed> CHAOS_SCHEDULES=1` replays it. `CHAOS_REPORT` names a file for the
+//! The test command runs the four schedules of `SHORT_RUN`, which together draw every fault.
+//! With `CHAOS_SCHEDULES` or `CHAOS_SEED` set, `CHAOS_SCHEDULES` schedules (default 1) are run
+//! from seed `CHAOS_SEED` (default 1) on; `scripts/chaos` runs the long one. A failing schedule
+//! names its seed: `CHAOS_SEED=<seed>` replays it. `CHAOS_REPORT` names a file for the
 //! timings per fault. Needs root, iproute2 and tmpfs; without them the test says why and skips,
 //! unless NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it).
 
@@ -45,6 +46,8 @@ use chaos::history::{Claims, History};
 use chaos::{broker, nemesis};
 use nemesis::Fault;
 
+/// The schedules the test command runs: together they draw every kind of fault.
+const SHORT_RUN: [u64; 4] = [1, 3, 10, 11];
 const ONE_LEADER_AFTER_HEALING: Duration = Duration::from_secs(3);
 const MASTERS_AFTER_HEALING: Duration = Duration::from_secs(5);
 const MAJORITY_ALTERS_WITHIN: Duration = Duration::from_secs(5);
@@ -304,11 +307,19 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_group_keeps_its_invariants_through_seeded_fault_schedules() {
-    let count = env_u64("CHAOS_SCHEDULES", 3);
-    let first = env_u64("CHAOS_SEED", 1);
+    let seeds: Vec<u64> = match (
+        std::env::var("CHAOS_SCHEDULES"),
+        std::env::var("CHAOS_SEED"),
+    ) {
+        (Err(_), Err(_)) => SHORT_RUN.to_vec(),
+        _ => {
+            let first = env_u64("CHAOS_SEED", 1);
+            (first..first + env_u64("CHAOS_SCHEDULES", 1)).collect()
+        }
+    };
     let mut timings = Timings::default();
     let mut failed = Vec::new();
-    for seed in first..first + count {
+    for &seed in &seeds {
         let found = run_schedule(seed, &mut timings).await;
         for f in &found {
             eprintln!("schedule {seed}: VIOLATION {f}");
@@ -318,7 +329,10 @@ async fn a_controller_group_keeps_its_invariants_through_seeded_fault_schedules(
         }
     }
     let report = format!(
-        "{count} schedules from seed {first}: {} with violations\n{}",
+        "{} schedules (seeds {:?}..={:?}): {} with violations\n{}",
+        seeds.len(),
+        seeds.first(),
+        seeds.last(),
         failed.len(),
         timings.report()
     );
@@ -330,4 +344,15 @@ async fn a_controller_group_keeps_its_invariants_through_seeded_fault_schedules(
         failed.is_empty(),
         "violations (replay one with CHAOS_SEED=<seed> CHAOS_SCHEDULES=1): {failed:#?}"
     );
+}
+
+#[test]
+fn the_short_run_draws_every_fault() {
+    let drawn: std::collections::BTreeSet<&str> = SHORT_RUN
+        .iter()
+        .flat_map(|seed| nemesis::schedule(*seed))
+        .flat_map(|phase| phase.faults)
+        .map(|fault| fault.name())
+        .collect();
+    assert_eq!(drawn.len(), nemesis::FAULT_KINDS, "{drawn:?}");
 }

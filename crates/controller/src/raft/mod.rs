@@ -34,4 +34,8 @@ pub mod codes {
     /// A broker's heartbeat, passed on by the follower that received it to the leader (oneway,
     /// with the heartbeat's own header).
     pub const FORWARDED_HEARTBEAT: i32 = 1193;
+    /// Whether the asked node belongs to a group that has worked: the answer's body is
+    /// `{"applied":N}` (the index its state machine has applied; null for an empty store).
+    /// Asked by a node that starts with an empty store before it forms a group or votes.
+    pub const GROUP_PROBE: i32 = 1194;
 }

@@ -165,6 +165,12 @@ impl Cluster {
         self.procs[i].is_some()
     }
 
+    /// Deletes node `i`'s store (the node must not run).
+    pub fn wipe(&self, i: usize) {
+        assert!(!self.running(i), "n{i} runs");
+        let _ = std::fs::remove_dir_all(self.disk(i).join("store"));
+    }
+
     /// Fills node `i`'s disk up.
     pub fn fill_disk(&self, i: usize) {
         let mut file = std::fs::File::create(self.disk(i).join("filler")).unwrap();

@@ -24,9 +24,16 @@ pub enum Fault {
     Kill { leader: bool },
     /// The leader's disk fills up; freed and the node restarted when healed.
     FillLeaderDisk,
+    /// A follower killed; a follower's store deleted and the node started again on the empty
+    /// store (it must rejoin, not form or vote), so that the leader's quorum is the refilled
+    /// node. The killed one is restarted when healed.
+    WipeFollowerKillPeer,
     /// Group `group`'s master broker stops; started again when healed.
     CrashMaster { group: usize },
 }
+
+/// How many kinds of fault `Fault::pick` draws from.
+pub const FAULT_KINDS: usize = 10;
 
 impl Fault {
     pub fn name(&self) -> &'static str {
@@ -39,12 +46,13 @@ impl Fault {
             Fault::Kill { leader: true } => "kill -9 the leader",
             Fault::Kill { leader: false } => "kill -9 a follower",
             Fault::FillLeaderDisk => "fill the leader's disk",
+            Fault::WipeFollowerKillPeer => "wipe a follower's store, kill the other",
             Fault::CrashMaster { .. } => "crash a master broker",
         }
     }
 
     fn pick(rng: &mut fastrand::Rng) -> Fault {
-        match rng.usize(..9) {
+        match rng.usize(..FAULT_KINDS) {
             0 => Fault::IsolateLeader,
             1 => Fault::Split {
                 alone: rng.usize(..NODES),
@@ -58,6 +66,7 @@ impl Fault {
             5 => Fault::Kill { leader: true },
             6 => Fault::Kill { leader: false },
             7 => Fault::FillLeaderDisk,
+            8 => Fault::WipeFollowerKillPeer,
             _ => Fault::CrashMaster {
                 group: rng.usize(..GROUPS),
             },
@@ -102,6 +111,8 @@ pub struct Done {
     pub stuck_groups: Vec<String>,
     /// Whether some side keeps a quorum that brokers reach.
     pub majority: bool,
+    /// What went wrong in doing the fault itself.
+    found: Vec<String>,
 }
 
 fn other_than(leader: usize, k: usize) -> usize {
@@ -118,6 +129,7 @@ pub fn apply(fault: Fault, leader: usize, cluster: &mut Cluster, fleet: &Fleet) 
         alone: Vec::new(),
         stuck_groups: Vec::new(),
         majority: true,
+        found: Vec::new(),
     };
     match fault {
         Fault::IsolateLeader => {
@@ -157,6 +169,16 @@ pub fn apply(fault: Fault, leader: usize, cluster: &mut Cluster, fleet: &Fleet) 
             done.other = Some(peer);
         }
         Fault::FillLeaderDisk => cluster.fill_disk(leader),
+        Fault::WipeFollowerKillPeer => {
+            let (peer, wiped) = (other_than(leader, 0), other_than(leader, 1));
+            cluster.kill(peer);
+            cluster.kill(wiped);
+            cluster.wipe(wiped);
+            if let Err(e) = cluster.boot(wiped) {
+                done.found.push(format!("{}: {e}", fault.name()));
+            }
+            done.other = Some(peer);
+        }
         Fault::CrashMaster { group } => {
             let name = format!("g{group}");
             if let Some(master) = fleet.master_of(&name) {
@@ -173,6 +195,9 @@ pub fn apply(fault: Fault, leader: usize, cluster: &mut Cluster, fleet: &Fleet) 
 /// will not come back is a violation.
 pub fn heal(done: Done, from: Instant, cluster: &mut Cluster, history: &History) {
     let now = Instant::now();
+    for f in &done.found {
+        history.violation(f.clone());
+    }
     for node in &done.alone {
         history.alone(Alone {
             node: *node,
@@ -196,7 +221,9 @@ pub fn heal(done: Done, from: Instant, cluster: &mut Cluster, history: &History)
             restart(cluster, done.other.unwrap());
         }
         Fault::Kill { leader: true } => restart(cluster, done.leader),
-        Fault::Kill { leader: false } => restart(cluster, done.other.unwrap()),
+        Fault::Kill { leader: false } | Fault::WipeFollowerKillPeer => {
+            restart(cluster, done.other.unwrap())
+        }
         Fault::FillLeaderDisk => {
             cluster.free_disk(done.leader);
             // The node stops for good when a write fails (fail-stop); a supervisor restarts it.
