@@ -267,7 +267,11 @@ impl ControllerBroker {
         match client.invoke(cmd, CALL_TIMEOUT).await {
             Ok(resp) => Some(resp),
             Err(_) => {
+                // A node that does not answer is looked for again, not asked first next time.
                 self.links[i] = None;
+                if self.leader == Some(i) {
+                    self.leader = None;
+                }
                 None
             }
         }
