@@ -36,7 +36,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 
@@ -45,6 +44,7 @@ use chaos::cluster::{Cluster, NODES};
 use chaos::history::{Claims, History};
 use chaos::{broker, nemesis};
 use nemesis::Fault;
+use support::{ask, claims, one_leader};
 
 /// The schedules the test command runs: together they draw every kind of fault.
 const SHORT_RUN: [u64; 4] = [1, 3, 10, 11];
@@ -57,50 +57,6 @@ fn env_u64(key: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-async fn ask(addr: &str, cmd: RemotingCommand, limit: Duration) -> Option<RemotingCommand> {
-    let client = tokio::time::timeout(limit, Client::connect(addr))
-        .await
-        .ok()?
-        .ok()?;
-    client.invoke(cmd, limit).await.ok()
-}
-
-/// Which nodes say they lead, asked all at once.
-async fn claims(addrs: &[String]) -> Vec<usize> {
-    let asks = addrs.iter().enumerate().map(|(i, addr)| async move {
-        let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        let answer = ask(addr, meta, Duration::from_millis(800)).await;
-        answer
-            .is_some_and(|a| a.ext("isLeader") == Some("true"))
-            .then_some(i)
-    });
-    futures::future::join_all(asks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
-}
-
-/// The one node that claims to lead (for `steady` on end), waited for up to `limit`.
-async fn one_leader(addrs: &[String], steady: Duration, limit: Duration) -> Option<usize> {
-    let deadline = Instant::now() + limit;
-    let mut held: Option<(usize, Instant)> = None;
-    while Instant::now() < deadline {
-        held = match (&claims(addrs).await[..], held) {
-            ([now], Some((was, since))) if *now == was => Some((was, since)),
-            ([now], _) => Some((*now, Instant::now())),
-            _ => None,
-        };
-        if let Some((leader, since)) = held {
-            if since.elapsed() >= steady {
-                return Some(leader);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
 }
 
 /// Whether `leader` names a master for every group.

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
@@ -64,14 +63,6 @@ impl Drop for Node {
     }
 }
 
-async fn ask(addr: &str, cmd: RemotingCommand) -> Option<RemotingCommand> {
-    let client = tokio::time::timeout(Duration::from_secs(2), Client::connect(addr))
-        .await
-        .ok()?
-        .ok()?;
-    client.invoke(cmd, Duration::from_secs(6)).await.ok()
-}
-
 #[tokio::test]
 async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
     let dir = tempfile::tempdir().unwrap();
@@ -116,9 +107,10 @@ async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
     let addr = format!("127.0.0.1:{port}");
     let mut led = false;
     for _ in 0..100 {
-        let meta = ask(
+        let meta = support::ask(
             &addr,
             RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO),
+            Duration::from_secs(6),
         )
         .await;
         if meta.is_some_and(|m| m.ext("isLeader") == Some("true")) {
@@ -148,7 +140,7 @@ async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
                 "registerCheckCode",
                 format!("127.0.0.1:{n};{}", "y".repeat(200)),
             );
-        ask(&addr, apply).await;
+        support::ask(&addr, apply, Duration::from_secs(6)).await;
     }
     let status = exit
         .unwrap_or_else(|| panic!("the node still runs 60 s after its disk filled ({n} requests)"));

@@ -12,14 +12,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 use support::net::Net;
+use support::{ask, claims, one_leader};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 const NODES: usize = 3;
@@ -52,79 +51,19 @@ fn start_node(net: &Net, i: usize, dir: &std::path::Path) -> Node {
         ),
     )
     .unwrap();
-    let mut child = Command::new("ip")
+    let mut command = Command::new("ip");
+    command
         .args(["netns", "exec", &net.ns(i), BINARY, "-c"])
-        .arg(&conf)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut log = std::fs::File::create(dir.join(format!("node-{i}.log"))).unwrap();
-    let booted = lines.by_ref().map_while(Result::ok).find(|line| {
-        use std::io::Write;
-        let _ = writeln!(log, "{line}");
-        line.starts_with("Controller Server boot success")
-    });
-    assert!(booted.is_some(), "mqcontroller exited before booting");
-    std::thread::spawn(move || {
-        use std::io::Write;
-        for line in lines.map_while(Result::ok) {
-            let _ = writeln!(log, "{line}");
-        }
-    });
+        .arg(&conf);
+    let child = support::boot_node(command, &dir.join(format!("node-{i}.log")))
+        .unwrap_or_else(|e| panic!("n{i} {e}"));
     Node(child)
 }
 
-/// One request on a fresh connection, answered within `limit`; `None` if not.
-async fn ask(addr: &str, cmd: RemotingCommand, limit: Duration) -> Option<RemotingCommand> {
-    let client = tokio::time::timeout(limit, Client::connect(addr))
-        .await
-        .ok()?
-        .ok()?;
-    client.invoke(cmd, limit).await.ok()
-}
-
-/// Which nodes say they lead, asked all at once.
-async fn claims(net: &Net) -> Vec<usize> {
-    let asks = (0..NODES).map(|i| async move {
-        let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        let answer = ask(
-            &format!("{}:{PORT}", net.node_ip(i)),
-            meta,
-            Duration::from_millis(800),
-        )
-        .await;
-        answer
-            .is_some_and(|a| a.ext("isLeader") == Some("true"))
-            .then_some(i)
-    });
-    futures::future::join_all(asks)
-        .await
-        .into_iter()
-        .flatten()
+fn addrs(net: &Net) -> Vec<String> {
+    (0..NODES)
+        .map(|i| format!("{}:{PORT}", net.node_ip(i)))
         .collect()
-}
-
-/// The node that alone claims leadership for `steady` on end, within `limit`.
-async fn steady_leader(net: &Net, steady: Duration, limit: Duration) -> Option<usize> {
-    let deadline = Instant::now() + limit;
-    let mut claimed: Option<(usize, Instant)> = None;
-    while Instant::now() < deadline {
-        let now = claims(net).await;
-        claimed = match (&now[..], claimed) {
-            ([leader], Some((held, since))) if held == *leader => Some((held, since)),
-            ([leader], _) => Some((*leader, Instant::now())),
-            _ => None,
-        };
-        if let Some((leader, since)) = claimed {
-            if since.elapsed() >= steady {
-                return Some(leader);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
 }
 
 #[tokio::test]
@@ -136,9 +75,13 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
     let _nodes: Vec<Node> = (0..NODES)
         .map(|i| start_node(&net, i, dir.path()))
         .collect();
-    let old = steady_leader(&net, Duration::from_secs(2), Duration::from_secs(30))
-        .await
-        .expect("the group elects a leader");
+    let old = one_leader(
+        &addrs(&net),
+        Duration::from_secs(2),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("the group elects a leader");
 
     net.isolate(old, true);
     let cut = Instant::now();
@@ -169,7 +112,7 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
     let mut new = None;
     let mut samples = Vec::new();
     while cut.elapsed() < Duration::from_secs(10) {
-        let now = claims(&net).await;
+        let now = claims(&addrs(&net)).await;
         samples.push((cut.elapsed(), now.clone()));
         assert!(now.len() <= 1, "two nodes claim leadership: {samples:?}");
         if cut.elapsed() > STEP_DOWN_LIMIT {
@@ -203,15 +146,20 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
 
     net.isolate(old, false);
     let healed = Instant::now();
-    let leader = steady_leader(&net, Duration::ZERO, Duration::from_secs(3)).await;
+    let leader = one_leader(&addrs(&net), Duration::ZERO, Duration::from_secs(3)).await;
     assert!(leader.is_some(), "one leader within 3 s of healing");
     let healed_in = healed.elapsed();
     // And it stays one: the healed node rejoins without a second claim.
     for _ in 0..10 {
-        assert!(claims(&net).await.len() <= 1);
+        assert!(claims(&addrs(&net)).await.len() <= 1);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let leader = steady_leader(&net, Duration::from_secs(1), Duration::from_secs(10)).await;
+    let leader = one_leader(
+        &addrs(&net),
+        Duration::from_secs(1),
+        Duration::from_secs(10),
+    )
+    .await;
     // A vote with a far higher term, forged from where brokers stand (not a member's address),
     // is refused and deposes no one.
     let leader = leader.unwrap();
@@ -230,7 +178,11 @@ async fn a_leader_cut_off_from_the_other_nodes_stops_leading_before_a_new_one_is
     .expect("an answer");
     assert_eq!(answer.code, response::NO_PERMISSION, "{:?}", answer.remark);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(claims(&net).await, vec![leader], "the leader still leads");
+    assert_eq!(
+        claims(&addrs(&net)).await,
+        vec![leader],
+        "the leader still leads"
+    );
 
     let stepped_down = samples
         .iter()

@@ -4,6 +4,8 @@
 //! once the third is back they must take its state, not the other way round. A single wiped
 //! member comes back as a follower that is refilled and then counts like any other.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,9 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use namesrv_testkit::free_port;
-use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
+use support::ask;
+
+/// How long a request may take to connect, and to be answered.
+const LIMIT: Duration = Duration::from_secs(6);
 
 const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 
@@ -97,19 +102,11 @@ impl Drop for Group {
     }
 }
 
-async fn ask(addr: &str, cmd: RemotingCommand) -> Option<RemotingCommand> {
-    let client = tokio::time::timeout(Duration::from_secs(2), Client::connect(addr))
-        .await
-        .ok()?
-        .ok()?;
-    client.invoke(cmd, Duration::from_secs(6)).await.ok()
-}
-
 /// The node among `which` that says it leads.
 async fn leader(group: &Group, which: &[usize]) -> Option<usize> {
     for &i in which {
         let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        if ask(&group.addr(i), meta)
+        if ask(&group.addr(i), meta, LIMIT)
             .await
             .is_some_and(|a| a.ext("isLeader") == Some("true"))
         {
@@ -135,7 +132,7 @@ async fn next_id(group: &Group, leader: usize) -> Option<i64> {
     let next = RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
         .with_ext("clusterName", "c")
         .with_ext("brokerName", "w");
-    let answer = ask(&group.addr(leader), next).await?;
+    let answer = ask(&group.addr(leader), next, LIMIT).await?;
     (answer.code == response::SUCCESS).then(|| answer.ext("nextBrokerId")?.parse().ok())?
 }
 
@@ -147,7 +144,9 @@ async fn take_ids(group: &Group, leader: usize, n: i64) {
             .with_ext("brokerName", "w")
             .with_ext("appliedBrokerId", id)
             .with_ext("registerCheckCode", format!("10.0.0.{id}:10911;1"));
-        let answer = ask(&group.addr(leader), apply).await.expect("an answer");
+        let answer = ask(&group.addr(leader), apply, LIMIT)
+            .await
+            .expect("an answer");
         assert_eq!(answer.code, response::SUCCESS, "{:?}", answer.remark);
     }
 }
@@ -189,7 +188,7 @@ async fn two_wiped_members_wait_for_the_one_that_kept_the_state_and_take_it() {
         let next = RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
             .with_ext("clusterName", "c")
             .with_ext("brokerName", "w");
-        let answer = ask(&group.addr(i), next).await.expect("an answer");
+        let answer = ask(&group.addr(i), next, LIMIT).await.expect("an answer");
         assert_ne!(answer.code, response::SUCCESS, "n{i} hands out ids");
     }
 

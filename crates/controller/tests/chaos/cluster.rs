@@ -1,7 +1,7 @@
 //! Three `mqcontroller` processes, each in its own network namespace with its store on a small
 //! tmpfs of its own, that the schedule kills, pauses, restarts and starves of disk.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -95,32 +95,12 @@ impl Cluster {
         // CHAOS_CONTROLLER runs another controller on the same schedules (scripts/java-controller
         // for the Java one, as the control).
         let program = std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| BINARY.to_string());
-        let mut child = Command::new("ip")
+        let mut command = Command::new("ip");
+        command
             .args(["netns", "exec", &self.net.ns(i), &program, "-c"])
-            .arg(&conf)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("node-{i}.log")))
-            .unwrap();
-        let booted = lines.by_ref().map_while(Result::ok).find(|line| {
-            let _ = writeln!(log, "{line}");
-            line.contains("Controller Server boot success")
-        });
-        if booted.is_none() {
-            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
-            return Err(format!("n{i} exited before booting ({status})"));
-        }
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let _ = writeln!(log, "{line}");
-            }
-        });
+            .arg(&conf);
+        let log = self.dir.join(format!("node-{i}.log"));
+        let child = crate::support::boot_node(command, &log).map_err(|e| format!("n{i} {e}"))?;
         self.procs[i] = Some(child);
         self.paused[i] = false;
         Ok(())

@@ -18,3 +18,89 @@ pub fn able(can: bool, why: &str) -> Option<()> {
     eprintln!("SKIPPED: {why}");
     None
 }
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
+
+/// One request on a fresh connection, connected and answered within `limit` each; `None` if
+/// not.
+pub async fn ask(addr: &str, cmd: RemotingCommand, limit: Duration) -> Option<RemotingCommand> {
+    let client = tokio::time::timeout(limit, Client::connect(addr))
+        .await
+        .ok()?
+        .ok()?;
+    client.invoke(cmd, limit).await.ok()
+}
+
+/// Which of the nodes at `addrs` say they lead, asked all at once.
+pub async fn claims(addrs: &[String]) -> Vec<usize> {
+    let asks = addrs.iter().enumerate().map(|(i, addr)| async move {
+        let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
+        let answer = ask(addr, meta, Duration::from_millis(800)).await;
+        answer
+            .is_some_and(|a| a.ext("isLeader") == Some("true"))
+            .then_some(i)
+    });
+    futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The node that alone claims to lead for `steady` on end, waited for up to `limit`.
+pub async fn one_leader(addrs: &[String], steady: Duration, limit: Duration) -> Option<usize> {
+    let deadline = Instant::now() + limit;
+    let mut held: Option<(usize, Instant)> = None;
+    while Instant::now() < deadline {
+        held = match (&claims(addrs).await[..], held) {
+            ([now], Some((was, since))) if *now == was => Some((was, since)),
+            ([now], _) => Some((*now, Instant::now())),
+            _ => None,
+        };
+        if let Some((leader, since)) = held {
+            if since.elapsed() >= steady {
+                return Some(leader);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// Starts a controller node with `command`, its output appended to `log`, and waits for its
+/// boot line (ours and Java's both contain `Controller Server boot success`); an error naming
+/// how it exited if it ends first.
+pub fn boot_node(mut command: Command, log: &Path) -> Result<Child, String> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| e.to_string())?;
+    let booted = lines.by_ref().map_while(Result::ok).find(|line| {
+        let _ = writeln!(log, "{line}");
+        line.contains("Controller Server boot success")
+    });
+    if booted.is_none() {
+        let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+        return Err(format!("exited before booting ({status})"));
+    }
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = writeln!(log, "{line}");
+        }
+    });
+    Ok(child)
+}
