@@ -13,7 +13,8 @@
 //!   a clean election picks a member of the set it replaces;
 //! - never two nodes claiming to lead at once, and no node claiming without a quorum for longer
 //!   than the election timeout and the lease;
-//! - after healing, one leader within 3 s and every group with a master within 5 s;
+//! - after healing, one leader within 3 s and every group with a master within 5 s (with the
+//!   nodes embedded in NameServers, also in every NameServer's routes);
 //! - while a quorum is left, each group's master changes its set (1001) within 5 s.
 //!
 //! The test command runs the four schedules of `SHORT_RUN`, which together draw every fault.
@@ -36,6 +37,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rocketmq_wire::body::ClusterInfo;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 
@@ -75,12 +77,46 @@ async fn every_group_has_a_master(addr: &str) -> bool {
     true
 }
 
+/// Whether every NameServer in `namesrvs` lists each group's master, as the leader at `leader`
+/// names it, as the group's broker 0.
+async fn routes_show_the_masters(leader: &str, namesrvs: &[String]) -> bool {
+    for g in broker::group_names() {
+        let read = RemotingCommand::request(request::CONTROLLER_GET_REPLICA_INFO)
+            .with_ext("brokerName", g);
+        let Some(master) = ask(leader, read, Duration::from_secs(2))
+            .await
+            .filter(|a| a.code == response::SUCCESS)
+            .and_then(|a| a.ext("masterAddress").map(String::from))
+        else {
+            return false;
+        };
+        for addr in namesrvs {
+            let info = RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO);
+            let table = ask(addr, info, Duration::from_secs(2))
+                .await
+                .filter(|a| a.code == response::SUCCESS)
+                .and_then(|a| ClusterInfo::decode(a.body.as_deref()?).ok());
+            let listed =
+                table.and_then(|c| c.broker_addr_table.get(g)?.broker_addrs.get(&0).cloned());
+            if listed.as_ref() != Some(&master) {
+                if std::env::var_os("CHAOS_VERBOSE").is_some() {
+                    eprintln!(
+                        "{g}: {addr} routes to {listed:?} as broker 0, the master is {master}"
+                    );
+                }
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// How long each fault took to be over: to another node leading, to a majority-side master's
 /// first changed set after it began and its longest spell without one, to one leader after
-/// healing.
+/// healing, to every NameServer routing to every master after healing (embedded nodes).
 #[derive(Default)]
 #[allow(clippy::type_complexity)]
-struct Timings(BTreeMap<&'static str, [Vec<Duration>; 4]>);
+struct Timings(BTreeMap<&'static str, [Vec<Duration>; 5]>);
 
 impl Timings {
     fn report(&self) -> String {
@@ -99,15 +135,17 @@ impl Timings {
         };
         let mut out = String::from(
             "fault | another node leads after | a majority-side master's first 1001 after | its \
-             longest spell without one | one leader after healing\n",
+             longest spell without one | one leader after healing | every NameServer routes to \
+             every master after healing\n",
         );
-        for (name, [elected, first, longest, healed]) in &self.0 {
+        for (name, [elected, first, longest, healed, routed]) in &self.0 {
             out += &format!(
-                "{name} | {} | {} | {} | {}\n",
+                "{name} | {} | {} | {} | {} | {}\n",
                 stat(elected),
                 stat(first),
                 stat(longest),
-                stat(healed)
+                stat(healed),
+                stat(routed)
             );
         }
         out
@@ -142,7 +180,8 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
             }
         })
     };
-    let fleet = Fleet::start(ips, addrs.to_vec(), history.clone(), seed);
+    let namesrvs = cluster.namesrvs();
+    let fleet = Fleet::start(ips, addrs.to_vec(), namesrvs.clone(), history.clone(), seed);
     let plan: Vec<String> = phases
         .iter()
         .map(|p| {
@@ -237,6 +276,26 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
                     history.violation(format!(
                         "{name}: every group had a master only after {masters_in:?}"
                     ));
+                }
+                if !namesrvs.is_empty() {
+                    let mut routed_in = None;
+                    while healed.elapsed() < Duration::from_secs(15) {
+                        let leader = one_leader(&addrs, Duration::ZERO, Duration::from_secs(5))
+                            .await
+                            .unwrap_or(leader);
+                        if routes_show_the_masters(&addrs[leader], &namesrvs).await {
+                            routed_in = Some(healed.elapsed());
+                            timings.0.entry(name).or_default()[4].push(healed.elapsed());
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    if routed_in.is_none_or(|t| t > MASTERS_AFTER_HEALING) {
+                        history.violation(format!(
+                            "{name}: every NameServer routed to every group's master only after \
+                             {routed_in:?}"
+                        ));
+                    }
                 }
             }
             None => history.violation(format!("{name}: no single leader 15 s after healing")),

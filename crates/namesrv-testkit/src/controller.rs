@@ -460,8 +460,8 @@ impl ControllerBroker {
         let topics: Vec<(&str, i32)> = topics.iter().map(|t| (*t, 6)).collect();
         for (i, addr) in namesrvs.iter().enumerate() {
             if self.namesrv_links[i].is_none() {
-                let connect = tokio::time::timeout(CALL_TIMEOUT, Client::connect(addr.as_str()));
-                self.namesrv_links[i] = connect.await.ok().and_then(Result::ok);
+                let connect = Client::connect_from(addr, self.source, CALL_TIMEOUT);
+                self.namesrv_links[i] = connect.await.ok();
             }
             let Some(client) = self.namesrv_links[i].clone() else {
                 continue;

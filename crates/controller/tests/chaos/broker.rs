@@ -65,8 +65,16 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// `ips[k]` is broker `k`'s own address; `nodes` the controller nodes' addresses.
-    pub fn start(ips: Vec<IpAddr>, nodes: Vec<String>, history: Arc<History>, seed: u64) -> Fleet {
+    /// `ips[k]` is broker `k`'s own address; `nodes` the controller nodes' addresses;
+    /// `namesrvs` the NameServers brokers register with (none when the controller nodes stand
+    /// alone).
+    pub fn start(
+        ips: Vec<IpAddr>,
+        nodes: Vec<String>,
+        namesrvs: Vec<String>,
+        history: Arc<History>,
+        seed: u64,
+    ) -> Fleet {
         assert_eq!(ips.len(), GROUPS * MEMBERS);
         let brokers: Arc<Vec<Arc<Broker>>> = Arc::new(
             (0..ips.len())
@@ -90,6 +98,14 @@ impl Fleet {
                 kit.heartbeat_timeout_ms = HEARTBEAT_TIMEOUT_MS;
                 kit
             };
+            if !namesrvs.is_empty() {
+                tasks.push(tokio::spawn(registrations(
+                    b.clone(),
+                    make(),
+                    namesrvs.clone(),
+                    stop.clone(),
+                )));
+            }
             let beat = make();
             tasks.push(tokio::spawn(heartbeats(
                 b.clone(),
@@ -346,5 +362,35 @@ async fn heartbeats(
         kit.epoch = me.seen.lock().unwrap().0;
         kit.max_offset += 100;
         kit.heartbeat(&nodes).await;
+    }
+}
+
+/// Every second while the broker is up, a registration with every NameServer under the role its
+/// main loop last read (id 0 as master), as a broker does after a role change and periodically;
+/// in a task of its own, as Java's broker registers from a thread pool.
+async fn registrations(
+    me: Arc<Broker>,
+    mut kit: ControllerBroker,
+    namesrvs: Vec<String>,
+    stop: CancellationToken,
+) {
+    // A topic of its own and one every group serves (a NameServer refuses a first
+    // registration of a single topic, as Java's does).
+    let topic = format!("chaos-{}", me.group);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        if !me.up() {
+            kit.disconnect();
+            continue;
+        }
+        kit.id = me.id();
+        let (epoch, master) = *me.seen.lock().unwrap();
+        kit.epoch = epoch;
+        kit.max_offset += 100;
+        kit.register_with_namesrvs(&namesrvs, master, &[topic.as_str(), "chaos"])
+            .await;
     }
 }

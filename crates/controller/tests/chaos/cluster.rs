@@ -1,5 +1,7 @@
-//! Three `mqcontroller` processes, each in its own network namespace with its store on a small
-//! tmpfs of its own, that the schedule kills, pauses, restarts and starves of disk.
+//! Three controller nodes, each in its own network namespace with its store on a small tmpfs of
+//! its own, that the schedule kills, pauses, restarts and starves of disk: `mqcontroller`
+//! processes, or with CHAOS_NAMESRV (the path of an `mqnamesrv`) NameServers that each embed a
+//! node, or with CHAOS_CONTROLLER another controller program (the Java one, as the control).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,12 +12,16 @@ use crate::support::net::Net;
 const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 pub const NODES: usize = 3;
 pub const PORT: u16 = 19_876;
+/// Where an embedding NameServer listens, in its node's namespace.
+const NAMESRV_PORT: u16 = 9_876;
 
 pub struct Cluster {
     pub net: Net,
     dir: PathBuf,
     procs: Vec<Option<Child>>,
     paused: Vec<bool>,
+    /// The NameServer binary that embeds the nodes, if they are embedded.
+    namesrv: Option<String>,
 }
 
 fn run(program: &str, args: &[&str]) -> bool {
@@ -54,6 +60,9 @@ impl Cluster {
             dir: dir.to_path_buf(),
             procs: (0..NODES).map(|_| None).collect(),
             paused: vec![false; NODES],
+            namesrv: std::env::var("CHAOS_NAMESRV")
+                .ok()
+                .filter(|p| !p.is_empty()),
         };
         for i in 0..NODES {
             cluster.boot(i).unwrap();
@@ -63,6 +72,16 @@ impl Cluster {
 
     pub fn addr(&self, i: usize) -> String {
         format!("{}:{PORT}", self.net.node_ip(i))
+    }
+
+    /// The NameServers that embed the nodes; none when the nodes stand alone.
+    pub fn namesrvs(&self) -> Vec<String> {
+        match self.namesrv {
+            Some(_) => (0..NODES)
+                .map(|i| format!("{}:{NAMESRV_PORT}", self.net.node_ip(i)))
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     fn disk(&self, i: usize) -> PathBuf {
@@ -92,9 +111,28 @@ impl Cluster {
             ),
         )
         .unwrap();
-        // CHAOS_CONTROLLER runs another controller on the same schedules (scripts/java-controller
-        // for the Java one, as the control).
-        let program = std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| BINARY.to_string());
+        let program = match &self.namesrv {
+            Some(namesrv) => {
+                // The NameServer's own keys, then the controller's (one file, as Java's
+                // cluster-3n-namesrv-plugin layout has it).
+                let mut embedded = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&conf)
+                    .unwrap();
+                write!(
+                    embedded,
+                    "listenPort={NAMESRV_PORT}\nenableControllerInNamesrv=true\nhttpEnable=false\n\
+                     kvConfigPath={}\nlogDir={}\n",
+                    self.disk(i).join("kvConfig.json").display(),
+                    self.dir.join(format!("logs-{i}")).display()
+                )
+                .unwrap();
+                namesrv.clone()
+            }
+            // CHAOS_CONTROLLER runs another controller on the same schedules
+            // (scripts/java-controller for the Java one, as the control).
+            None => std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| BINARY.to_string()),
+        };
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", &self.net.ns(i), &program, "-c"])

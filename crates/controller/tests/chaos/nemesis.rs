@@ -226,7 +226,10 @@ pub fn heal(done: Done, from: Instant, cluster: &mut Cluster, history: &History)
         }
         Fault::FillLeaderDisk => {
             cluster.free_disk(done.leader);
-            // The node stops for good when a write fails (fail-stop); a supervisor restarts it.
+            // The node's controller stops for good when a write fails (fail-stop: a standalone
+            // node exits, an embedding NameServer goes on without it); its supervisor restarts
+            // the process.
+            cluster.kill(done.leader);
             restart(cluster, done.leader);
         }
         Fault::CrashMaster { .. } => {

@@ -75,8 +75,9 @@ pub async fn one_leader(addrs: &[String], steady: Duration, limit: Duration) -> 
 }
 
 /// Starts a controller node with `command`, its output appended to `log`, and waits for its
-/// boot line (ours and Java's both contain `Controller Server boot success`); an error naming
-/// how it exited if it ends first.
+/// boot line (ours and Java's both contain `Controller Server boot success`; a NameServer that
+/// embeds a controller prints `ControllerManager boot success`); an error naming how it exited
+/// if it ends first.
 pub fn boot_node(mut command: Command, log: &Path) -> Result<Child, String> {
     let mut child = command
         .stdout(Stdio::piped())
@@ -92,6 +93,7 @@ pub fn boot_node(mut command: Command, log: &Path) -> Result<Child, String> {
     let booted = lines.by_ref().map_while(Result::ok).find(|line| {
         let _ = writeln!(log, "{line}");
         line.contains("Controller Server boot success")
+            || line.contains("ControllerManager boot success")
     });
     if booted.is_none() {
         let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
