@@ -353,8 +353,6 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> An
     reply_of(result)
 }
 
-/// A Raft message from another node of the group: the answer's body is the JSON of the local
-/// Raft's result, error included, for the sender to hand back to its own Raft.
 /// A vote request. A node that lost its store would, with its empty log, vote for any
 /// candidate, one that lacks committed entries included, and it has forgotten whom it voted
 /// for: until it has caught up it votes only for a candidate whose log reaches what the group
@@ -378,6 +376,8 @@ async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
     raft_call(req, |rpc| controller.raft().vote(rpc)).await
 }
 
+/// A Raft message from another node of the group: the answer's body is the JSON of the local
+/// Raft's result, error included, for the sender to hand back to its own Raft.
 async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> Answer
 where
     Req: serde::de::DeserializeOwned,

@@ -686,8 +686,9 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
 
 /// What a node that starts on an empty store does: it asks every other member whether it
 /// belongs to a group that has worked (applied an entry). If one does, this node lost its store
-/// (or is new to a running group): it forms nothing, stands for nothing and votes for no one
-/// until the leader has refilled it up to what that member had applied. If every member
+/// (or is new to a running group): it forms nothing and stands for nothing until the leader has
+/// refilled it up to what that member had applied, and meanwhile votes only for a candidate
+/// whose log reaches that far (`handler::vote`). If every member
 /// answers and none does, the group is new and every node proposes the same membership. While
 /// a member cannot be asked and none that can has worked, it waits: the silent one may hold the
 /// group's state, and two wiped stores must not form a new group without it.
