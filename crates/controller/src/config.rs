@@ -27,6 +27,11 @@ pub struct ControllerConfig {
     pub elect_master_max_retry_count: u32,
     /// Log entries between two snapshots (our addition; the log before a snapshot is purged).
     pub snapshot_every_entries: u64,
+    /// Raft timing (our additions): the leader's heartbeat interval, which also bounds each
+    /// AppendEntries round trip, and the shortest election timeout, which is also the leader's
+    /// lease. Raised together for nodes in distant data centres.
+    pub raft_heartbeat_interval_ms: u64,
+    pub election_timeout_ms: u64,
     pub config_black_list: String,
     /// Every key of the file, known or not, as GET_CONTROLLER_CONFIG lists them.
     pub all: BTreeMap<String, String>,
@@ -56,6 +61,10 @@ pub mod keys {
     pub const BLACK_LIST: &str = "configBlackList";
     /// Ours: how many log entries between two snapshots.
     pub const SNAPSHOT_EVERY: &str = "controllerSnapshotEveryEntries";
+    /// Ours: the Raft heartbeat interval, and the bound of each AppendEntries round trip.
+    pub const RAFT_HEARTBEAT: &str = "controllerRaftHeartbeatIntervalMs";
+    /// Ours: the shortest election timeout (the longest is twice it), and the leader's lease.
+    pub const ELECTION_TIMEOUT: &str = "controllerElectionTimeoutMs";
     pub const JRAFT_GROUP: &str = "jRaftGroupId";
     pub const JRAFT_SERVER_ID: &str = "jRaftServerId";
     pub const JRAFT_INIT_CONF: &str = "jRaftInitConf";
@@ -77,10 +86,15 @@ pub const KNOWN: &[&str] = &[
     keys::ELECT_RETRIES,
     keys::BLACK_LIST,
     keys::SNAPSHOT_EVERY,
+    keys::RAFT_HEARTBEAT,
+    keys::ELECTION_TIMEOUT,
     keys::JRAFT_GROUP,
     keys::JRAFT_SERVER_ID,
     keys::JRAFT_INIT_CONF,
     keys::JRAFT_RPC_ADDR,
+    // Raft's timing is fixed when the node starts.
+    keys::RAFT_HEARTBEAT,
+    keys::ELECTION_TIMEOUT,
 ];
 
 /// Keys a remote UPDATE_CONTROLLER_CONFIG may never change, whatever the configured blacklist
@@ -141,6 +155,7 @@ impl ControllerConfig {
                 })
             })
         };
+        let heartbeat = num_of(keys::RAFT_HEARTBEAT, 250)?.clamp(50, 10_000);
         Ok(ControllerConfig {
             group,
             peers,
@@ -152,6 +167,9 @@ impl ControllerConfig {
             scan_inactive_master_interval_ms: num_of(keys::SCAN_INACTIVE_MASTER, 5_000)?.max(100),
             elect_master_max_retry_count: num_of(keys::ELECT_RETRIES, 3)?.clamp(1, 100) as u32,
             snapshot_every_entries: num_of(keys::SNAPSHOT_EVERY, 5_000)?.max(1),
+            raft_heartbeat_interval_ms: heartbeat,
+            // Three heartbeats at least, or a follower would stand between two of them.
+            election_timeout_ms: num_of(keys::ELECTION_TIMEOUT, 750)?.max(3 * heartbeat),
             config_black_list: get(keys::BLACK_LIST)
                 .unwrap_or("configBlackList;configStorePath")
                 .to_string(),
@@ -236,6 +254,11 @@ impl ControllerConfig {
                 keys::SNAPSHOT_EVERY,
                 self.snapshot_every_entries.to_string(),
             ),
+            (
+                keys::RAFT_HEARTBEAT,
+                self.raft_heartbeat_interval_ms.to_string(),
+            ),
+            (keys::ELECTION_TIMEOUT, self.election_timeout_ms.to_string()),
             (keys::BLACK_LIST, self.config_black_list.clone()),
         ];
         for (k, v) in defaults {

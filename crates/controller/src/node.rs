@@ -24,38 +24,46 @@ use rocketmq_wire::RemotingCommand;
 
 pub use crate::state::code as response;
 
-/// Raft timing. openraft 0.9 makes a follower that knows a leader wait the longest election
-/// timeout (its view of the leader's lease) plus its own random one, 1.5 + 0.75..1.5 s here,
-/// before it stands: a leader that dies or is cut off is replaced in 2.3 to 3 s, so that a
-/// broker whose request to the old leader timed out (3 s in Java's broker) finds a new one
-/// waiting (the fault suite's pause and partition schedules measure it). openraft bounds each
-/// AppendEntries (heartbeats included) by the heartbeat interval, and that round trip includes
-/// the follower's fsync: nodes must be closer than that.
-const HEARTBEAT_MS: u64 = 250;
-const ELECTION_TIMEOUT_MIN_MS: u64 = 750;
-
-/// How long a leader goes on calling itself leader after a quorum last acknowledged it. openraft
-/// keeps a leader that hears from no one a leader until it sees a higher term, while the others
-/// elect a new one once they have not heard from it for an election timeout: a lease no longer
-/// than the shortest election timeout ends before any successor can be elected, so that two
-/// nodes never claim leadership at once. (openraft dates an acknowledgement from when the
-/// acknowledged request was sent, which is before any follower's timer restarted.)
-const LEADER_LEASE: Duration = Duration::from_millis(ELECTION_TIMEOUT_MIN_MS);
+/// Raft timing, by default (`controllerRaftHeartbeatIntervalMs`, `controllerElectionTimeoutMs`).
+/// openraft 0.9 makes a follower that knows a leader wait the longest election timeout (its view
+/// of the leader's lease) plus its own random one, 1.5 + 0.75..1.5 s here, before it stands: a
+/// leader that dies or is cut off is replaced in 2.3 to 3 s, so that a broker whose request to
+/// the old leader timed out (3 s in Java's broker) finds a new one waiting (the fault suite's
+/// pause and partition schedules measure it). openraft bounds each AppendEntries (heartbeats
+/// included) by the heartbeat interval, and that round trip includes the follower's fsync:
+/// nodes farther apart raise both settings (`tests/slow_links.rs` runs 150 ms apart).
+///
+/// The shortest election timeout is also how long a leader goes on calling itself leader after
+/// a quorum last acknowledged it (its lease). openraft keeps a leader that hears from no one a
+/// leader until it sees a higher term, while the others elect a new one once they have not
+/// heard from it for an election timeout: a lease no longer than the shortest election timeout
+/// ends before any successor can be elected, so that two nodes never claim leadership at once.
+/// (openraft dates an acknowledgement from when the acknowledged request was sent, which is
+/// before any follower's timer restarted.)
+fn raft_timing(config: &ControllerConfig) -> (u64, Duration) {
+    (
+        config.raft_heartbeat_interval_ms,
+        Duration::from_millis(config.election_timeout_ms),
+    )
+}
 
 /// A request that needs the group gets its answer within this, as Java bounds every controller
 /// request at 5 s: a leader cut off from the others answers an error instead of hanging.
 const COMMIT_DEADLINE: Duration = Duration::from_secs(5);
 
-fn raft_config(group: &str, snapshot_every: u64) -> openraft::Config {
+fn raft_config(config: &ControllerConfig) -> openraft::Config {
+    let snapshot_every = config.snapshot_every_entries;
+    let (heartbeat, lease) = raft_timing(config);
+    let election_min = lease.as_millis() as u64;
     openraft::Config {
-        cluster_name: group.to_string(),
+        cluster_name: config.group.to_string(),
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
         // What a snapshot covers need not stay in the log for long: a follower that far behind
         // is sent the snapshot.
         max_in_snapshot_log_to_keep: snapshot_every.min(1_000),
-        heartbeat_interval: HEARTBEAT_MS,
-        election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
-        election_timeout_max: 2 * ELECTION_TIMEOUT_MIN_MS,
+        heartbeat_interval: heartbeat,
+        election_timeout_min: election_min,
+        election_timeout_max: 2 * election_min,
         install_snapshot_timeout: 5_000,
         // Chunks travel as JSON (about three bytes a byte): keep frames far below the port's cap.
         snapshot_max_chunk_size: 1024 * 1024,
@@ -91,6 +99,8 @@ pub struct Controller {
     source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
+    /// The leader's lease: the shortest election timeout (`raft_timing`).
+    lease: Duration,
     /// When this node last took AppendEntries (heartbeats included) from a leader.
     leader_heard_at: Mutex<Option<Instant>>,
     /// While this node, started on an empty store, catches up with a group that has worked:
@@ -121,11 +131,11 @@ impl Controller {
         let sm = StateMachine::open(db)?;
         let applied = sm.shared();
         let node_id = config.self_node_id();
-        let raft_cfg =
-            Arc::new(raft_config(&config.group, config.snapshot_every_entries).validate()?);
+        let raft_cfg = Arc::new(raft_config(&config).validate()?);
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
         let raft = Raft::new(node_id, raft_cfg, Network::new(source), log, sm).await?;
+        let lease = raft_timing(&config).1;
         let empty = !raft.is_initialized().await?;
         if empty {
             // Neither stand nor form a group before the peers have been asked (join_or_form).
@@ -142,6 +152,7 @@ impl Controller {
             peer_ips,
             source,
             quorum_acked_at: Mutex::new(None),
+            lease,
             leader_heard_at: Mutex::new(None),
             rejoining: Mutex::new(None),
             fatal: Mutex::new(None),
@@ -218,7 +229,7 @@ impl Controller {
     fn holds_lease(&self) -> bool {
         self.quorum_acked_at
             .lock()
-            .is_some_and(|at| at.elapsed() < LEADER_LEASE)
+            .is_some_and(|at| at.elapsed() < self.lease)
     }
 
     /// (leader id, leader address) as the group's members are named in the config; `None` when
@@ -237,7 +248,7 @@ impl Controller {
         } else {
             self.leader_heard_at
                 .lock()
-                .is_some_and(|at| at.elapsed() < LEADER_LEASE)
+                .is_some_and(|at| at.elapsed() < self.lease)
         };
         if !vouched {
             return None;

@@ -3,6 +3,7 @@
 // Each test binary uses a part of it.
 #![allow(dead_code)]
 
+pub mod delay;
 pub mod net;
 
 /// `Some(())` when the machine can run a fault test; otherwise the test fails when

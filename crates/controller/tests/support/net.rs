@@ -86,6 +86,11 @@ impl Net {
         Some(net)
     }
 
+    /// What this network's interfaces and namespaces are named after.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     fn bridge(&self) -> String {
         format!("{}br", self.tag)
     }
