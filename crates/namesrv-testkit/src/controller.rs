@@ -18,6 +18,9 @@ use crate::server::{Launch, Server};
 /// Java's broker bounds its controller requests at 3 s.
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// A node answers 1005 from what it knows, at once: one that takes longer is stopped or cut
+/// off, and waiting 3 s for it would hold up finding the leader the others name.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A free loopback port (free when asked; good enough for tests on one machine).
 pub fn free_port() -> u16 {
@@ -293,7 +296,7 @@ impl ControllerBroker {
         let mut asks = tokio::task::JoinSet::new();
         for (i, link) in self.links.iter().enumerate() {
             if let Some(client) = link.clone() {
-                asks.spawn(async move { (i, client.invoke(meta(), CALL_TIMEOUT).await) });
+                asks.spawn(async move { (i, client.invoke(meta(), METADATA_TIMEOUT).await) });
             }
         }
         while let Some(Ok((i, answer))) = asks.join_next().await {
