@@ -434,21 +434,37 @@ impl Controller {
     }
 
     /// Runs `f` on the state once this node has confirmed it is still the leader and has
-    /// applied everything committed before the call, within the deadline.
+    /// applied everything committed before the call, within the deadline. A confirmation round
+    /// that misses its quorum (one heartbeat lost on a lossy link) is tried again while the
+    /// deadline lasts and the node still holds its lease.
     pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, Refusal> {
-        if !self.is_leader() {
-            return Err(Refusal::NotLeader);
-        }
-        match tokio::time::timeout(COMMIT_DEADLINE, self.raft.ensure_linearizable()).await {
+        let confirm = async {
+            loop {
+                if !self.is_leader() {
+                    return Err(Refusal::NotLeader);
+                }
+                match self.raft.ensure_linearizable().await {
+                    Ok(_) => return Ok(()),
+                    Err(RaftError::APIError(
+                        openraft::error::CheckIsLeaderError::ForwardToLeader(_),
+                    )) => return Err(Refusal::NotLeader),
+                    Err(RaftError::APIError(
+                        openraft::error::CheckIsLeaderError::QuorumNotEnough(e),
+                    )) => {
+                        tracing::debug!("leadership not confirmed, trying again: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    Err(e) => return Err(Refusal::Failed(e.to_string())),
+                }
+            }
+        };
+        match tokio::time::timeout(COMMIT_DEADLINE, confirm).await {
             Err(_) => Err(Refusal::Failed(format!(
                 "leadership not confirmed within {} s: no quorum of controller nodes answered",
                 COMMIT_DEADLINE.as_secs()
             ))),
-            Ok(Ok(_)) => Ok(f(&self.applied.read())),
-            Ok(Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(
-                _,
-            )))) => Err(Refusal::NotLeader),
-            Ok(Err(e)) => Err(Refusal::Failed(e.to_string())),
+            Ok(Ok(())) => Ok(f(&self.applied.read())),
+            Ok(Err(refusal)) => Err(refusal),
         }
     }
 

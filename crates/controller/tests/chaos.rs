@@ -192,14 +192,18 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
     eprintln!("schedule {seed}: {}", plan.join("; "));
 
     // The brokers settle first: ids, registrations, a master in every group.
-    let settled = Instant::now();
-    while settled.elapsed() < Duration::from_secs(30) {
+    let settling = Instant::now();
+    let mut settled = false;
+    while !settled && settling.elapsed() < Duration::from_secs(30) {
         if let Some(leader) = one_leader(&addrs, Duration::ZERO, Duration::from_secs(5)).await {
-            if every_group_has_a_master(&addrs[leader]).await {
-                break;
-            }
+            settled = every_group_has_a_master(&addrs[leader]).await;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    if !settled {
+        history.violation(
+            "a fresh group and its brokers: not every group had a master 30 s after start".into(),
+        );
     }
 
     for phase in &phases {
