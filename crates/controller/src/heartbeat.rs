@@ -175,16 +175,15 @@ impl LiveTable {
         )
     }
 
-    /// Removes the brokers whose heartbeat is overdue and returns them, each with the broker's
-    /// own connection (0 if it has none here), which Java closes.
-    pub fn expire(&mut self, now: Instant) -> Vec<(BrokerKey, u64)> {
-        let gone: Vec<(BrokerKey, u64)> = self
+    /// Removes the brokers whose heartbeat is overdue and returns them.
+    pub fn expire(&mut self, now: Instant) -> Vec<BrokerKey> {
+        let gone: Vec<BrokerKey> = self
             .brokers
             .iter()
             .filter(|(_, e)| now.duration_since(e.last) > e.beat.timeout)
-            .map(|(k, e)| (k.clone(), e.beat.connection))
+            .map(|(k, _)| k.clone())
             .collect();
-        for (k, _) in &gone {
+        for k in &gone {
             self.brokers.remove(k);
         }
         self.closed
@@ -290,10 +289,9 @@ mod tests {
         assert!(table.is_active("c", "a", 1, t0 + Duration::from_secs(10)));
         assert!(!table.is_active("c", "a", 1, t0 + Duration::from_secs(11)));
         assert!(table.expire(t0 + Duration::from_secs(5)).is_empty());
-        // Expired with its own connection, for the caller to close.
         assert_eq!(
             table.expire(t0 + Duration::from_secs(11)),
-            vec![(key("a", 1), 1)]
+            vec![key("a", 1)]
         );
         assert!(table.is_empty());
     }
@@ -390,7 +388,7 @@ mod tests {
         // A broker that really went quiet expires on its own timeout after all.
         assert_eq!(
             table.expire(resumed + Duration::from_secs(10)),
-            vec![(key("a", 1), 1)]
+            vec![key("a", 1)]
         );
     }
 

@@ -110,8 +110,6 @@ pub struct Controller {
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
     failed: CancellationToken,
-    /// How to close each open connection of the port, by connection id.
-    connections: Mutex<std::collections::HashMap<u64, CancellationToken>>,
     /// The connection heartbeats are forwarded on, and the leader it goes to.
     leader_link: Arc<Mutex<Option<(u64, Client)>>>,
     shutdown: CancellationToken,
@@ -157,7 +155,6 @@ impl Controller {
             rejoining: Mutex::new(None),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
-            connections: Mutex::default(),
             leader_link: Default::default(),
             shutdown: CancellationToken::new(),
         });
@@ -396,15 +393,7 @@ impl Controller {
     }
 
     /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
-    /// A new connection of the port: cancelling the token closes it.
-    pub fn on_connection_opened(&self, connection: u64) -> CancellationToken {
-        let close = CancellationToken::new();
-        self.connections.lock().insert(connection, close.clone());
-        close
-    }
-
     pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
-        self.connections.lock().remove(&connection);
         let gone = self
             .live_table()
             .on_connection_closed(connection, Instant::now());
@@ -689,13 +678,7 @@ async fn scan_silent_brokers(controller: Arc<Controller>) {
             _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
         }
         let gone = controller.live_table().expire(Instant::now());
-        for (key, connection) in gone {
-            // As Java closes an expired broker's channel: the broker reconnects and registers
-            // afresh instead of being revived by its next heartbeat on a connection the
-            // controller has already given up on.
-            if let Some(close) = controller.connections.lock().get(&connection) {
-                close.cancel();
-            }
+        for key in gone {
             controller.clone().on_broker_inactive(key);
         }
     }

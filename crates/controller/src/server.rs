@@ -83,7 +83,6 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     let id = next_connection_id();
-    let close = controller.on_connection_opened(id);
     let (read, write) = stream.into_split();
     let mut frames = FramedRead::new(read, RemotingCodec::new(MAX_FRAME));
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(IN_FLIGHT_PER_CONNECTION);
@@ -100,8 +99,6 @@ async fn connection(
     loop {
         let next = tokio::select! {
             _ = stop.cancelled() => break,
-            // The broker whose heartbeats came on it expired.
-            _ = close.cancelled() => break,
             n = tokio::time::timeout(deadline, frames.next()) => n,
         };
         let req = match next {

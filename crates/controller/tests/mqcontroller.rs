@@ -5,11 +5,18 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use namesrv_testkit::free_port;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
 
 struct Node(Child);
 
@@ -118,47 +125,5 @@ fn print_config_item_lists_every_key_and_exits() {
     assert!(
         listing.contains("scanNotActiveBrokerInterval=5000\n"),
         "{listing}"
-    );
-}
-
-#[tokio::test]
-async fn a_broker_that_goes_silent_past_its_timeout_has_its_connection_closed() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let conf = dir.path().join("controller.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
-             controllerStorePath={}\nscanNotActiveBrokerInterval=200\n",
-            dir.path().join("store").display()
-        ),
-    )
-    .unwrap();
-    let (_node, addr) = start(&conf);
-    let broker = Client::connect(&addr).await.unwrap();
-    let beat = RemotingCommand::request(904)
-        .with_ext("clusterName", "c")
-        .with_ext("brokerAddr", "127.0.0.1:10911")
-        .with_ext("brokerName", "b")
-        .with_ext("brokerId", 1)
-        .with_ext("epoch", 0)
-        .with_ext("maxOffset", 0)
-        .with_ext("heartbeatTimeoutMills", 1000);
-    broker.send_oneway(beat).await.unwrap();
-    // Alive, the connection serves requests.
-    let asked = broker
-        .invoke(RemotingCommand::request(1005), Duration::from_secs(5))
-        .await;
-    assert!(asked.is_ok());
-    // Silent past its 1 s timeout: the controller closes the connection, as Java does.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
-    let asked = broker
-        .invoke(RemotingCommand::request(1005), Duration::from_secs(5))
-        .await;
-    assert!(
-        matches!(asked, Err(rocketmq_wire::client::ClientError::Closed)),
-        "{:?}",
-        asked.map(|a| a.code)
     );
 }
