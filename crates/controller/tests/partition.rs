@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use rocketmq_wire::codes::{request, response};
@@ -37,27 +37,16 @@ impl Drop for Node {
 }
 
 fn start_node(net: &Net, i: usize, dir: &std::path::Path) -> Node {
-    let peers: Vec<String> = (0..NODES)
-        .map(|j| format!("n{j}-{}:{PORT}", net.node_ip(j)))
-        .collect();
-    let conf = dir.join(format!("controller-{i}.conf"));
-    std::fs::write(
-        &conf,
-        format!(
-            "controllerDLegerGroup=partition\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-             controllerStorePath={}\n",
-            peers.join(";"),
-            dir.join(format!("store-{i}")).display()
-        ),
-    )
-    .unwrap();
-    let mut command = Command::new("ip");
-    command
-        .args(["netns", "exec", &net.ns(i), BINARY, "-c"])
-        .arg(&conf);
-    let child = support::boot_node(command, &dir.join(format!("node-{i}.log")))
-        .unwrap_or_else(|e| panic!("n{i} {e}"));
-    Node(child)
+    Node(support::boot_in_namespace(
+        net,
+        BINARY,
+        "partition",
+        i,
+        NODES,
+        PORT,
+        dir,
+        "",
+    ))
 }
 
 fn addrs(net: &Net) -> Vec<String> {

@@ -107,3 +107,37 @@ pub fn boot_node(mut command: Command, log: &Path) -> Result<Child, String> {
     });
     Ok(child)
 }
+
+/// Starts `binary` as node `i` of a group of `nodes` in `net`'s namespaces, all listening on
+/// `port`, with its config, store and log in `dir`; `extra` is appended to its config file.
+#[allow(clippy::too_many_arguments)]
+pub fn boot_in_namespace(
+    net: &net::Net,
+    binary: &str,
+    group: &str,
+    i: usize,
+    nodes: usize,
+    port: u16,
+    dir: &Path,
+    extra: &str,
+) -> Child {
+    let peers: Vec<String> = (0..nodes)
+        .map(|j| format!("n{j}-{}:{port}", net.node_ip(j)))
+        .collect();
+    let conf = dir.join(format!("controller-{i}.conf"));
+    std::fs::write(
+        &conf,
+        format!(
+            "controllerDLegerGroup={group}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
+             controllerStorePath={}\n{extra}",
+            peers.join(";"),
+            dir.join(format!("store-{i}")).display()
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", &net.ns(i), binary, "-c"])
+        .arg(&conf);
+    boot_node(command, &dir.join(format!("node-{i}.log"))).unwrap_or_else(|e| panic!("n{i} {e}"))
+}
