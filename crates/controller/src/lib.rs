@@ -2,6 +2,15 @@
 //! master, keeps the sync-state sets and tells brokers when roles change. Its state is replicated
 //! with openraft among the nodes of `controllerDLegerPeers`; it runs standalone (`mqcontroller`)
 //! or inside the NameServer (`enableControllerInNamesrv=true`).
+//!
+//! - [`config`]: Java's `ControllerConfig` keys, so a Java controller config file works unchanged;
+//! - [`server`]: the peer port (brokers, admin tools, other nodes), bounded like the NameServer's;
+//! - [`handler`]: the controller's requests, one `match` over the request code;
+//! - [`node`]: one node: its Raft member, its heartbeat table and a leader's background duties;
+//! - [`heartbeat`]: which brokers this node hears from, kept per node since liveness is not state;
+//! - [`state`]: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
+//! - [`raft`]: openraft around that state: the redb log and snapshots, the transport between nodes;
+//! - [`notify`]: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes.
 
 pub mod config;
 pub mod handler;

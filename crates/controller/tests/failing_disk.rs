@@ -7,6 +7,7 @@
 //! NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it).
 
 mod support;
+use support::MQCONTROLLER;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -15,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 
 /// A tmpfs of `size` mounted at a fresh directory, unmounted on drop.
 struct SmallDisk(PathBuf);
@@ -69,11 +68,7 @@ async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
     let Some(disk) = SmallDisk::mount(dir.path(), "4m") else {
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = namesrv_testkit::free_port();
     let conf = dir.path().join("controller.conf");
     std::fs::write(
         &conf,
@@ -85,7 +80,7 @@ async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
     )
     .unwrap();
     let mut node = Node(
-        Command::new(BINARY)
+        Command::new(MQCONTROLLER)
             .arg("-c")
             .arg(&conf)
             .stdout(Stdio::piped())

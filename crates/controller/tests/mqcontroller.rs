@@ -1,22 +1,16 @@
 //! The standalone `mqcontroller` binary, as an operator starts Java's `ControllerStartup`: a Java
 //! controller config file, the boot line, the port, a bad config refused with the key named.
 
+mod support;
+use support::MQCONTROLLER;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use namesrv_testkit::free_port;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Node(Child);
 
@@ -29,7 +23,7 @@ impl Drop for Node {
 
 /// Starts the binary on `conf` and waits for its boot line; the address it names.
 fn start(conf: &std::path::Path) -> (Node, String) {
-    let mut child = Command::new(BINARY)
+    let mut child = Command::new(MQCONTROLLER)
         .arg("-c")
         .arg(conf)
         .stdout(Stdio::piped())
@@ -97,7 +91,11 @@ fn a_config_without_peers_is_refused_with_the_key_named() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("controller.conf");
     std::fs::write(&conf, "controllerDLegerSelfId=n0\n").unwrap();
-    let out = Command::new(BINARY).arg("-c").arg(&conf).output().unwrap();
+    let out = Command::new(MQCONTROLLER)
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("controllerDLegerPeers"), "{err}");
@@ -113,7 +111,7 @@ fn print_config_item_lists_every_key_and_exits() {
          jRaftServerId=127.0.0.1:9881\njRaftControllerRPCAddr=127.0.0.1:9770,127.0.0.1:9771\n",
     )
     .unwrap();
-    let out = Command::new(BINARY)
+    let out = Command::new(MQCONTROLLER)
         .arg("-c")
         .arg(&conf)
         .arg("-p")

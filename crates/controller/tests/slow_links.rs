@@ -11,6 +11,7 @@
 //! NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it).
 
 mod support;
+use support::MQCONTROLLER;
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -20,7 +21,6 @@ use rocketmq_wire::RemotingCommand;
 use support::net::Net;
 use support::{ask, claims, one_leader};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 const NODES: usize = 3;
 const PORT: u16 = 19_876;
 const DELAY: Duration = Duration::from_millis(150);
@@ -46,7 +46,14 @@ fn addrs(net: &Net) -> Vec<String> {
 
 fn start_node(net: &Net, i: usize, dir: &std::path::Path, timing: &str) -> Node {
     Node(support::boot_in_namespace(
-        net, BINARY, "slow", i, NODES, PORT, dir, timing,
+        net,
+        MQCONTROLLER,
+        "slow",
+        i,
+        NODES,
+        PORT,
+        dir,
+        timing,
     ))
 }
 

@@ -5,6 +5,7 @@
 //! member comes back as a follower that is refilled and then counts like any other.
 
 mod support;
+use support::MQCONTROLLER;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,8 +20,6 @@ use support::ask;
 
 /// How long a request may take to connect, and to be answered.
 const LIMIT: Duration = Duration::from_secs(6);
-
-const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 
 struct Group {
     dir: PathBuf,
@@ -61,7 +60,7 @@ impl Group {
             ),
         )
         .unwrap();
-        let mut child = Command::new(BINARY)
+        let mut child = Command::new(MQCONTROLLER)
             .arg("-c")
             .arg(&conf)
             .stdout(Stdio::piped())

@@ -155,13 +155,6 @@ impl Controllers {
     }
 }
 
-/// What Java's `invokeTime` header carries.
-fn now_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
-}
-
 /// A header field or body value as mqadmin prints it: `null` when absent.
 fn shown(value: Option<&Value>) -> String {
     match value {
@@ -298,7 +291,7 @@ pub async fn elect_master(
         .with_ext("brokerName", broker)
         .with_ext("brokerId", broker_id)
         .with_ext("designateElect", true)
-        .with_ext("invokeTime", now_ms());
+        .with_ext("invokeTime", rocketmq_wire::clock::now_ms());
     let reply = ctl.call_leader(ctl.signed(request)).await?;
     let stays = reply.response.code == response::CONTROLLER_MASTER_STILL_EXIST;
     let reply = if stays { reply } else { reply.success()? };
@@ -378,7 +371,7 @@ pub async fn clean_broker_metadata(
     let mut request = RemotingCommand::request(request::CLEAN_BROKER_DATA)
         .with_ext("brokerName", broker)
         .with_ext("isCleanLivingBroker", clean_living)
-        .with_ext("invokeTime", now_ms());
+        .with_ext("invokeTime", rocketmq_wire::clock::now_ms());
     if let Some(cluster) = cluster {
         request = request.with_ext("clusterName", cluster);
     }

@@ -1,5 +1,14 @@
 //! `nsadmin`: the NameServer and controller commands of RocketMQ's `mqadmin`, with its command
 //! names and flags, plus `diff` to check that several NameServers agree.
+//!
+//! - [`cli`]: the command line under mqadmin's command names and flags;
+//! - [`namesrvs`]: the NameServers of `-n`: reads from the first that answers, writes to all;
+//! - [`reads`]: commands that only look;
+//! - [`writes`]: commands that change state, sent to every NameServer since they share nothing;
+//! - [`controller`]: the controller commands, sent to the nodes of `-a` or to their leader;
+//! - [`diff`]: where several NameServers tell clients different things;
+//! - [`report`]: text for people, JSON for programs, and the failures behind the exit code;
+//! - [`error`]: what can go wrong with a NameServer or controller, worded as mqadmin words it.
 
 mod cli;
 mod controller;

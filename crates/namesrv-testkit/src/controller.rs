@@ -199,7 +199,7 @@ impl ControllerBroker {
             name,
             addr: addr.to_string(),
             id: None,
-            register_check_code: format!("{addr};{}", now_ms()),
+            register_check_code: format!("{addr};{}", rocketmq_wire::clock::now_ms()),
             max_offset: 0,
             epoch: 0,
             heartbeat_timeout_ms: 10_000,
@@ -488,10 +488,4 @@ pub fn parse_sync_state_set(body: &[u8]) -> Option<(BTreeSet<i64>, i32)> {
         .filter_map(serde_json::Value::as_i64)
         .collect();
     Some((set, v.get("syncStateSetEpoch")?.as_i64()? as i32))
-}
-
-fn now_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
 }

@@ -2,19 +2,13 @@
 //! with any length field, type byte or header a hostile peer could send.
 
 use bytes::{BufMut, BytesMut};
-use rocketmq_wire::frame::encode_frame;
-use rocketmq_wire::RemotingCommand;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use crate::server::TIMEOUT;
 
 /// `cmd` framed as the client would send it.
-pub fn frame(cmd: &RemotingCommand) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    encode_frame(cmd, &mut buf);
-    buf.to_vec()
-}
+pub use rocketmq_wire::frame::frame_bytes as frame;
 
 /// A frame with any length field, type byte and header length, around `rest`.
 pub fn raw_frame(frame_len: i32, ser_type: u8, header_len: u32, rest: &[u8]) -> Vec<u8> {

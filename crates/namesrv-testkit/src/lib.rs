@@ -6,6 +6,14 @@
 //! signal, crash or measure the server need it as a separate process: they start it from a
 //! binary path with [`Launch::binary`]; only the package that builds `mqnamesrv` can name that
 //! path, so Cargo is never run from a test.
+//!
+//! - `server`: a server in this process or from the binary, and calls to it with one timeout;
+//! - `broker`: a test broker's registrations and the everyday requests (KV, route, cluster info);
+//! - `controller`: NameServers embedding controller nodes, and a broker in controller mode;
+//! - `frames`: frames as raw bytes, well-formed or as a hostile peer writes them;
+//! - `tls`: a self-signed certificate, the properties that serve it, and clients over TLS;
+//! - `probes`: what a process holds, read from `/proc`;
+//! - `tools`: programs outside the workspace, whose absence skips a test unless all are required.
 
 mod broker;
 mod controller;

@@ -196,9 +196,7 @@ fn encode(table: &[(String, i32)], data_version: DataVersion, form: BodyForm) ->
 }
 
 pub fn fresh_data_version(counter: i64) -> DataVersion {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = rocketmq_wire::clock::now_ms();
     DataVersion {
         counter,
         state_version: 0,

@@ -1,6 +1,7 @@
 //! `nsbench`: drives a RocketMQ NameServer the way a fleet of brokers and clients would, and
 //! measures it; also the canned ceiling server and the report writer of `scripts/bench`.
 //!
+//! - [`cli`]: the command line, one subcommand per measurement plus the canned server and report;
 //! - [`broker_body`]: REGISTER_BROKER bodies in the forms brokers send;
 //! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
 //! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;

@@ -126,6 +126,33 @@ impl Admission {
     }
 }
 
+/// The soft and hard limits on open files, where the platform has them.
+#[cfg(unix)]
+fn open_files_limits() -> Option<libc::rlimit> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit)
+}
+
+/// The soft limit on open files in force now, if there is one.
+pub fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // rlim_t is not u64 on every platform.
+        #[allow(clippy::unnecessary_cast)]
+        open_files_limits()
+            .filter(|l| l.rlim_cur != libc::RLIM_INFINITY)
+            .map(|l| l.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// Raises the soft limit on open files to the hard limit, as far as the system lets us, and
 /// returns the soft limit in force: the default soft limit (often 1,024) is far below what a
 /// NameServer with thousands of clients needs, and an administrator's hard limit says what is
@@ -133,23 +160,17 @@ impl Admission {
 pub fn raise_open_files_limit() -> u64 {
     #[cfg(unix)]
     {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
+        let Some(mut limit) = open_files_limits() else {
+            return 1024;
         };
-        // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-                return 1024;
-            }
-            if limit.rlim_cur < limit.rlim_max {
-                let raised = libc::rlimit {
-                    rlim_cur: limit.rlim_max,
-                    rlim_max: limit.rlim_max,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    limit = raised;
-                }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: setrlimit only reads the struct it is given.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit = raised;
             }
         }
         // rlim_t is not u64 on every platform.

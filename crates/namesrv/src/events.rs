@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use parking_lot::Mutex;
 use rocketmq_wire::codes::version;
 
-use crate::state::now_ms;
+use rocketmq_wire::clock::now_ms;
 
 /// Events kept: a few hundred are what a person scrolls through; older ones are in the log.
 pub const EVENTS_KEPT: usize = 300;

@@ -10,7 +10,8 @@ use tracing::info;
 use crate::events::{seconds, Event, EventKind};
 use crate::notify;
 use crate::registry::{Expired, Expiry, Unregistration};
-use crate::state::{now_ms, State};
+use crate::state::State;
+use rocketmq_wire::clock::now_ms;
 
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
 

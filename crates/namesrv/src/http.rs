@@ -54,27 +54,11 @@ impl Limits {
     /// The configured cap, lowered to a quarter of the open-files limit as it is now: the
     /// remoting port must always have descriptors left, whatever the HTTP port is sent.
     fn connection_cap(&self) -> usize {
-        match open_files_limit() {
-            Some(limit) => self.max_connections.min((limit / 4).max(1)),
+        match crate::admission::open_files_limit() {
+            Some(limit) => self.max_connections.min((limit as usize / 4).max(1)),
             None => self.max_connections,
         }
     }
-}
-
-#[cfg(target_env = "gnu")]
-fn open_files_limit() -> Option<usize> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit only writes the struct it is given.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as usize)
-}
-
-#[cfg(not(target_env = "gnu"))]
-fn open_files_limit() -> Option<usize> {
-    None
 }
 
 pub async fn serve(state: Arc<State>, listener: TcpListener, shutdown: CancellationToken) {

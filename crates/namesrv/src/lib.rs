@@ -17,6 +17,7 @@
 //! - [`memory`]: giving memory back after large transient work;
 //! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
+//! - `offload`: moving work that takes milliseconds off the async worker it would stall;
 //! - `persist`: crash-safe file replacement;
 //! - `proxy`: HAProxy PROXY headers before the first frame;
 //! - [`registry`]: the routing tables, their rules, liveness, and the encoded-route cache;

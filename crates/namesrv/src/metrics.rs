@@ -20,7 +20,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::{now_ms, State};
+use crate::state::State;
+use rocketmq_wire::clock::now_ms;
 
 /// A request code as a label value; codes we do not serve all count as `other`, whatever the
 /// answer (GO_AWAY during a graceful shutdown answers every code), so that a client sending

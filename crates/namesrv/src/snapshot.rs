@@ -16,7 +16,8 @@ use tracing::{info, warn};
 
 use crate::persist::{remove_stale_temps, write_atomically};
 use crate::registry::{BrokerAddrKey, BrokerLive, Registry, TopicQueues, TopicSnapshot};
-use crate::state::{now_ms, State};
+use crate::state::State;
+use rocketmq_wire::clock::now_ms;
 
 /// Changes are written at most this often.
 const DEBOUNCE: Duration = Duration::from_secs(1);

@@ -51,12 +51,6 @@ pub struct State {
     pub shutting_down: AtomicBool,
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl State {
     pub fn close_connection(&self, conn: ConnId) {
         if let Some(token) = self.connections.get(&conn) {

@@ -3,6 +3,9 @@
 //! connections quickly, keep serving everyone else, and never keep a broker routable that can
 //! no longer expire.
 
+mod support;
+use support::{MQNAMESRV, MQNAMESRV_PATH};
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -12,8 +15,6 @@ use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Connects from a chosen loopback address (all of 127.0.0.0/8 is this machine).
 async fn connect_from(source: [u8; 4], server: &str) -> std::io::Result<TcpStream> {
@@ -209,7 +210,7 @@ async fn the_soft_open_files_limit_is_raised_to_the_hard_limit() {
     .unwrap();
     let mut child = std::process::Command::new(&prlimit)
         .arg("--nofile=256:2048")
-        .arg(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .arg(MQNAMESRV_PATH)
         .arg("-c")
         .arg(&config)
         .env("HOME", dir.path())

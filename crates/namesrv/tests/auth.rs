@@ -1,14 +1,15 @@
 //! Authenticated writes: signed the way RocketMQ's ACL clients sign, checked against the
 //! credentials file; reads stay open.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
 use rocketmq_wire::acl::sign;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 #[tokio::test]
 async fn writes_need_a_valid_signature_and_reads_stay_open() {

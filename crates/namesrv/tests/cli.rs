@@ -1,15 +1,16 @@
 //! The `mqnamesrv` command line and process lifecycle.
 
+mod support;
+use support::{MQNAMESRV, MQNAMESRV_PATH};
+
 use std::process::Command;
 
 use namesrv_testkit::*;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
-
 fn mqnamesrv(args: &[&str], home: &std::path::Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+    Command::new(MQNAMESRV_PATH)
         .args(args)
         .env("HOME", home)
         .output()

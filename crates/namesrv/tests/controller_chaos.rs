@@ -7,13 +7,15 @@
 //!
 //! `CHAOS_SEED` replays a run; `CHAOS_ROUNDS` sets its length (50 by default).
 
+mod support;
+use support::MQNAMESRV;
+
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use namesrv_testkit::{cluster_info, ControllerBroker, ControllerCluster, Launch, ReplicaInfo};
+use namesrv_testkit::{cluster_info, ControllerBroker, ControllerCluster, ReplicaInfo};
 use rocketmq_wire::client::Client;
 
-const BINARY: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 const GROUPS: [&str; 2] = ["chaos-a", "chaos-b"];
 const SETTLE_LIMIT: Duration = Duration::from_secs(40);
 
@@ -205,7 +207,7 @@ async fn random_kills_and_restarts_never_break_the_controller_invariants() {
     // Seeded, so that a seed replays a run.
     let mut dice = fastrand::Rng::with_seed(seed);
     let mut cluster = ControllerCluster::start(
-        BINARY,
+        MQNAMESRV,
         3,
         "scanNotActiveBrokerInterval=300\nscanInactiveMasterInterval=500\n",
     );

@@ -1,11 +1,14 @@
 //! Controller mode against the real binary: `mqnamesrv` with `enableControllerInNamesrv=true`,
 //! brokers that follow the controller protocol, restarts from disk and leader failover.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use namesrv_testkit::{request, ControllerBroker, ControllerCluster, Launch};
+use namesrv_testkit::{request, ControllerBroker, ControllerCluster};
 use rocketmq_wire::codes::request::{
     CLEAN_BROKER_DATA, CONTROLLER_ALTER_SYNC_STATE_SET, CONTROLLER_APPLY_BROKER_ID,
     CONTROLLER_ELECT_MASTER, CONTROLLER_GET_METADATA_INFO, CONTROLLER_GET_NEXT_BROKER_ID,
@@ -15,7 +18,6 @@ use rocketmq_wire::frame::RemotingCodec;
 use rocketmq_wire::RemotingCommand;
 use tokio_util::codec::FramedRead;
 
-const BINARY: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 /// Quick expiry so that tests of a silent broker take seconds.
 const FAST: &str = "scanNotActiveBrokerInterval=200\nscanInactiveMasterInterval=500\n";
 
@@ -67,7 +69,7 @@ async fn in_sync(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_get_ids_in_order_and_the_first_to_ask_becomes_master() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     let mut a = joined(&cluster, "grp", "127.0.0.1:41001").await;
     let mut b = joined(&cluster, "grp", "127.0.0.1:41002").await;
@@ -126,7 +128,7 @@ async fn brokers_get_ids_in_order_and_the_first_to_ask_becomes_master() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     // The slave listens where it says it does, to receive NOTIFY_BROKER_ROLE_CHANGED.
     let slave_port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -170,7 +172,7 @@ async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_epochs_survive_a_restart_of_the_node() {
-    let mut cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     let mut a = joined(&cluster, "grp", "127.0.0.1:41021").await;
     joined(&cluster, "grp", "127.0.0.1:41022").await;
@@ -210,7 +212,7 @@ async fn ids_and_epochs_survive_a_restart_of_the_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_takes_over_within_seconds_and_followers_send_brokers_to_it() {
-    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
     let first = cluster.leader(Duration::from_secs(20)).await.unwrap();
     let follower = (first + 1) % 3;
     let refused = request(
@@ -275,7 +277,7 @@ async fn a_new_leader_takes_over_within_seconds_and_followers_send_brokers_to_it
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_controller_requests_get_an_error_and_change_nothing() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     let leader = leader_of(&cluster).await;
     let mut a = joined(&cluster, "grp", "127.0.0.1:41041").await;
     a.elect_self(&cluster.controllers).await.unwrap();
@@ -337,7 +339,7 @@ async fn malformed_controller_requests_get_an_error_and_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_shows_on_metrics_and_on_the_status_page() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     let mut a = joined(&cluster, "grp<b>", "127.0.0.1:41051").await;
     a.elect_self(&cluster.controllers).await.unwrap();
@@ -371,7 +373,7 @@ async fn the_controller_shows_on_metrics_and_on_the_status_page() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_controller_reads_the_keys_it_shares_with_the_name_server() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     let leader = leader_of(&cluster).await;
     let config = request(&leader, RemotingCommand::request(1010))
         .await
@@ -388,7 +390,7 @@ async fn the_embedded_controller_reads_the_keys_it_shares_with_the_name_server()
 /// and the new leader never counted it alive. Here every node keeps its own table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_alive() {
-    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
     let first = cluster.leader(Duration::from_secs(20)).await.unwrap();
     let mut master = joined(&cluster, "grp", "127.0.0.1:41061").await;
     let mut slave = joined(&cluster, "grp", "127.0.0.1:41062").await;
@@ -421,7 +423,7 @@ async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_a
 /// replaced once its own heartbeat timeout passes (Java's JRaft scan never ran: #10416).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_master_is_replaced_after_its_heartbeat_timeout() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     let mut master = joined(&cluster, "grp", "127.0.0.1:41071").await;
     let mut slave = joined(&cluster, "grp", "127.0.0.1:41072").await;
@@ -458,7 +460,7 @@ async fn a_frozen_master_is_replaced_after_its_heartbeat_timeout() {
 /// followers pass its heartbeats on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_heard_only_by_followers_is_alive_on_the_leader() {
-    let cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
     let leader = cluster.leader(Duration::from_secs(20)).await.unwrap();
     // Followers learn the leader from its first heartbeat.
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -528,7 +530,7 @@ async fn alive_on(addr: &str, broker_id: i64) -> bool {
 /// (#6586). A node that comes back empty must be refilled by the leader, not break the group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_whose_store_was_deleted_is_refilled_and_the_group_goes_on() {
-    let mut cluster = ControllerCluster::start(BINARY, 3, FAST);
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
     let leader = cluster.leader(Duration::from_secs(20)).await.unwrap();
     let mut a = joined(&cluster, "grp", "127.0.0.1:41091").await;
     a.elect_self(&cluster.controllers).await.unwrap();
@@ -575,7 +577,7 @@ async fn a_node_whose_store_was_deleted_is_refilled_and_the_group_goes_on() {
 /// failed over because the controller itself stood still.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_resumed_after_a_pause_fails_over_no_broker_that_kept_heartbeating() {
-    let cluster = ControllerCluster::start(BINARY, 1, FAST);
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
     leader_of(&cluster).await;
     let mut master = joined(&cluster, "grp", "127.0.0.1:41091").await;
     let mut slave = joined(&cluster, "grp", "127.0.0.1:41092").await;
@@ -649,7 +651,7 @@ async fn an_embedded_controller_whose_disk_fills_up_stops_while_routes_go_on() {
     }
     let _unmount = Unmount(disk.clone());
     let port = namesrv_testkit::free_port();
-    let server = BINARY.start_with(&format!(
+    let server = MQNAMESRV.start_with(&format!(
         "enableControllerInNamesrv=true\ncontrollerDLegerGroup=disk\n\
          controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
          controllerStorePath={}\n",
@@ -718,7 +720,7 @@ async fn groups_on(cluster: &ControllerCluster, i: usize) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_are_built_installed_on_a_node_far_behind_and_restarted_from() {
     let mut cluster = ControllerCluster::start(
-        BINARY,
+        MQNAMESRV,
         3,
         &format!("{FAST}controllerSnapshotEveryEntries=10\n"),
     );

@@ -1,6 +1,9 @@
 //! Crash safety of the KV store: kill -9 at random moments while acknowledged writes go on,
 //! and disk errors that must be answered as errors instead of being lost silently.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -10,8 +13,6 @@ use rocketmq_wire::body::KvTable;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const NAMESPACE: &str = "crash";
 

@@ -2,6 +2,9 @@
 //! REGISTER_BROKER frame over /dev/tcp) so that they can be frozen with SIGSTOP or killed,
 //! and keep their rhythm however busy the test process is.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -10,8 +13,6 @@ use std::time::{Duration, Instant};
 use namesrv_testkit::*;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Registers every `PERIOD` seconds on one connection; when the connection breaks it
 /// reconnects, as a real broker does at its next registration.

@@ -2,6 +2,9 @@
 //! weaken security or name files are refused, persisted files keep their permissions and do not
 //! follow planted symlinks, and custom keys survive the config rewrite.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
@@ -11,8 +14,6 @@ use rocketmq_wire::acl::sign;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const BLACKLIST_REMARK: &str = "Can not update config in black list.";
 

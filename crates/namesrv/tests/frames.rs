@@ -1,6 +1,9 @@
 //! The wire itself: both header forms, exact response headers, pipelining, and malformed
 //! frames that must close only their own connection.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
@@ -9,8 +12,6 @@ use rocketmq_wire::frame::decode_payload;
 use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// Sends raw bytes and reports whether the server closed the connection without answering.
 async fn closes_silently(server: &Server, bytes: &[u8]) -> bool {

@@ -2,6 +2,9 @@
 //! (a response with its code and remark, or a silently closed connection) and that another
 //! client is served normally right afterwards, with the registry intact.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -16,8 +19,6 @@ use rocketmq_wire::frame::decode_payload;
 use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// The broker whose route must survive every attack, and the topic only it serves.
 const KEEPER_ADDR: &str = "10.9.9.9:10911";

@@ -3,6 +3,9 @@
 //! that try to forge metric series, arbitrary request codes during a graceful shutdown, and
 //! Host headers that are not hosts.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -11,8 +14,6 @@ use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 /// How long until the server closes `stream`, reading whatever it sends; `None` if it is
 /// still open after `limit`.

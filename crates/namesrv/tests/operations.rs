@@ -1,6 +1,9 @@
 //! Warm restart from the route snapshot, and the HTTP port: probes, metrics, address list and
 //! the status page; repeated registrations as the metrics show them.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
@@ -8,8 +11,6 @@ use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const SNAPSHOT_SETTLE: Duration = Duration::from_millis(1600);
 

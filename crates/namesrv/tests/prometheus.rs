@@ -5,6 +5,9 @@
 //! Needs Debian's `prometheus` and `promtool`; without them the test says so and passes,
 //! unless `NAMESRV_TEST_REQUIRE_ALL` is set.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +35,6 @@ fn repo_file(path: &str) -> PathBuf {
         .join(path)
 }
 
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
-
 /// Prometheus as a child process, killed when the test ends however it ends.
 struct Prometheus {
     child: Child,
@@ -46,11 +47,7 @@ impl Prometheus {
     fn start(target: &str, rules: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         // Prometheus cannot listen on port 0, so a port free a moment ago has to do.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = namesrv_testkit::free_port();
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
             &config,

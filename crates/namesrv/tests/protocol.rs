@@ -1,13 +1,14 @@
 //! KV, config, topic lists and the generic answers, against the real binary.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
 use rocketmq_wire::body::{KvTable, TopicList};
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 fn topics(resp: &RemotingCommand) -> Vec<String> {
     let mut list = TopicList::decode(resp.body.as_deref().unwrap())

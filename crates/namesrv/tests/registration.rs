@@ -1,5 +1,8 @@
 //! Broker registration rules, route assembly and liveness, against the real binary.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
@@ -8,8 +11,6 @@ use rocketmq_wire::body::{
 };
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 const MASTER: &str = "127.0.0.1:10911";
 const SLAVE: &str = "127.0.0.1:10921";

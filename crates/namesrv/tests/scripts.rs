@@ -1,15 +1,16 @@
 //! `bin/mqnamesrv` and `bin/mqshutdown namesrv` start and stop a real server. (Here, with the
 //! server's tests, because only this package's tests are handed the server binary's path.)
 //!
-//! Both scripts get MQNAMESRV_BIN pointing at a private link to the server binary, so that
+//! Both scripts get MQNAMESRV_PATH pointing at a private link to the server binary, so that
 //! mqshutdown stops only the server this test started, not other servers on the machine.
+
+mod support;
+use support::MQNAMESRV_PATH;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use namesrv_testkit::*;
-
-const MQNAMESRV_BIN: &str = env!("CARGO_BIN_EXE_mqnamesrv");
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,7 +21,7 @@ fn script(name: &str) -> PathBuf {
 fn mqshutdown(bin: &Path, args: &[&str]) -> Run {
     Command::new(script("mqshutdown"))
         .args(args)
-        .env("MQNAMESRV_BIN", bin)
+        .env("MQNAMESRV_PATH", bin)
         .output()
         .unwrap()
         .into()
@@ -30,14 +31,14 @@ fn mqshutdown(bin: &Path, args: &[&str]) -> Run {
 async fn start_in_the_foreground_and_shut_down_with_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("mqnamesrv");
-    if std::fs::hard_link(MQNAMESRV_BIN, &bin).is_err() {
-        std::fs::copy(MQNAMESRV_BIN, &bin).unwrap();
+    if std::fs::hard_link(MQNAMESRV_PATH, &bin).is_err() {
+        std::fs::copy(MQNAMESRV_PATH, &bin).unwrap();
     }
     let config = write_config(dir.path(), "");
     let mut server = Command::new(script("mqnamesrv"))
         .arg("-c")
         .arg(&config)
-        .env("MQNAMESRV_BIN", &bin)
+        .env("MQNAMESRV_PATH", &bin)
         .env("HOME", dir.path())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -77,7 +78,7 @@ async fn start_in_the_foreground_and_shut_down_with_sigterm() {
 #[test]
 fn a_missing_binary_is_reported() {
     let out = Command::new(script("mqnamesrv"))
-        .env("MQNAMESRV_BIN", "/nonexistent/mqnamesrv")
+        .env("MQNAMESRV_PATH", "/nonexistent/mqnamesrv")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

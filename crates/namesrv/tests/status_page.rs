@@ -3,6 +3,9 @@
 //! bounds, without a browser. The screenshots are kept under the target directory
 //! (`target/tmp/status-page*.png`).
 
+mod support;
+use support::MQNAMESRV;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -11,8 +14,6 @@ use namesrv_testkit::*;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 use serde_json::Value;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 fn headless(chromium: &Path, args: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();

@@ -1,12 +1,13 @@
 //! TLS on the remoting port: the three modes, certificates from files, and reload.
 
+mod support;
+use support::MQNAMESRV;
+
 use std::time::Duration;
 
 use namesrv_testkit::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const MQNAMESRV: Launch = Launch::binary(env!("CARGO_BIN_EXE_mqnamesrv"));
 
 #[tokio::test]
 async fn permissive_serves_both_and_reloads_changed_certificates() {

@@ -60,6 +60,13 @@ pub fn decode_payload(mut payload: Bytes) -> Result<RemotingCommand, FrameError>
     Ok(cmd)
 }
 
+/// The whole frame of `cmd` on its own, for peers that write bytes to a socket themselves.
+pub fn frame_bytes(cmd: &RemotingCommand) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    encode_frame(cmd, &mut buf);
+    buf.to_vec()
+}
+
 /// Appends the whole frame of `cmd`, length field included.
 pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
     let start = dst.len();

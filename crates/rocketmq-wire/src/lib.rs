@@ -7,12 +7,17 @@
 //! - [`command`]: the in-memory command every frame decodes to;
 //! - [`body`]: request and response bodies, written exactly as Java writes them;
 //! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
+//! - [`codes`]: the request, response and language codes, and the version ordinals;
+//! - [`properties`]: Java `.properties` text, as config files and config bodies carry it;
+//! - [`error`]: undecodable frames (which close their connection) and misshapen bodies;
+//! - [`clock`]: the wall clock in Java's signed epoch milliseconds;
 //! - [`client`]: a small async client for tools and tests;
 //! - [`acl`]: request signatures of RocketMQ's ACL clients.
 
 pub mod acl;
 pub mod body;
 pub mod client;
+pub mod clock;
 pub mod codes;
 pub mod command;
 pub mod error;

@@ -2,10 +2,9 @@
 //! commands through both header forms.
 
 use bytes::BytesMut;
-use namesrv_testkit::frame;
 use proptest::prelude::*;
 use rocketmq_wire::codes::LanguageCode;
-use rocketmq_wire::frame::{decode_payload, encode_frame, RemotingCodec};
+use rocketmq_wire::frame::{decode_payload, encode_frame, frame_bytes as frame, RemotingCodec};
 use rocketmq_wire::{ExtFields, RemotingCommand, SerializeType};
 use tokio_util::codec::Decoder;
 

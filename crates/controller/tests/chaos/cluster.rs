@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use crate::support::net::Net;
+use crate::support::MQCONTROLLER;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_mqcontroller");
 pub const NODES: usize = 3;
 pub const PORT: u16 = 19_876;
 /// Where an embedding NameServer listens, in its node's namespace.
@@ -131,7 +131,7 @@ impl Cluster {
             }
             // CHAOS_CONTROLLER runs another controller on the same schedules
             // (scripts/java-controller for the Java one, as the control).
-            None => std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| BINARY.to_string()),
+            None => std::env::var("CHAOS_CONTROLLER").unwrap_or_else(|_| MQCONTROLLER.to_string()),
         };
         let mut command = Command::new("ip");
         command

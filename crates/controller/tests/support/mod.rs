@@ -6,6 +6,9 @@
 pub mod delay;
 pub mod net;
 
+/// The `mqcontroller` Cargo built for this package's tests.
+pub const MQCONTROLLER: &str = env!("CARGO_BIN_EXE_mqcontroller");
+
 /// `Some(())` when the machine can run a fault test; otherwise the test fails when
 /// NAMESRV_TEST_REQUIRE_ALL is set (the test command sets it), or says on the terminal why it
 /// skips.

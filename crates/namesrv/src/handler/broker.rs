@@ -23,7 +23,8 @@ use crate::offload;
 use crate::registry::{
     Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
 };
-use crate::state::{now_ms, State};
+use crate::state::State;
+use rocketmq_wire::clock::now_ms;
 
 pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     let header = RegisterBrokerHeader::from_command(r)?;

@@ -19,7 +19,8 @@ use super::{host_of, is_dns_name, Http};
 use crate::events::{seconds, version_name};
 use crate::metrics::{Sample, SAMPLES_KEPT, SAMPLE_EVERY};
 use crate::registry::PERM_WRITE;
-use crate::state::{now_ms, State};
+use crate::state::State;
+use rocketmq_wire::clock::now_ms;
 
 /// Rows per table on the status page: its cost follows what it shows, not the registry's size.
 const PAGE_ROWS: usize = 200;

@@ -11,12 +11,6 @@ pub struct DataVersion {
     pub timestamp: i64,
 }
 
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl DataVersion {
     /// A missing timestamp defaults to "now", as the Java constructor does.
     pub fn from_object(obj: &Map<String, Value>) -> Result<Self, BodyError> {
@@ -25,7 +19,7 @@ impl DataVersion {
             state_version: obj.i64_or("stateVersion", 0)?,
             timestamp: match obj.present("timestamp") {
                 Some(_) => obj.i64_or("timestamp", 0)?,
-                None => now_millis(),
+                None => crate::clock::now_ms(),
             },
         })
     }
@@ -43,7 +37,7 @@ impl DataVersion {
             return Ok(DataVersion {
                 counter: n.counter.unwrap_or(0),
                 state_version: n.state_version.unwrap_or(0),
-                timestamp: n.timestamp.unwrap_or_else(now_millis),
+                timestamp: n.timestamp.unwrap_or_else(crate::clock::now_ms),
             });
         }
         match parse_value_bounded(body, "DataVersion")? {

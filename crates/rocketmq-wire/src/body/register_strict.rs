@@ -95,9 +95,7 @@ impl Version {
         DataVersion {
             counter: self.counter.unwrap_or(0),
             state_version: self.state_version.unwrap_or(0),
-            timestamp: self
-                .timestamp
-                .unwrap_or_else(super::data_version::now_millis),
+            timestamp: self.timestamp.unwrap_or_else(crate::clock::now_ms),
         }
     }
 }
@@ -159,7 +157,7 @@ pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, Bo
         Some(w) => w.into_wrapper(),
         None => Ok(TopicConfigWrapper {
             data_version: DataVersion {
-                timestamp: super::data_version::now_millis(),
+                timestamp: crate::clock::now_ms(),
                 ..Default::default()
             },
             ..Default::default()

@@ -684,7 +684,7 @@ public final class ControllerInterop {
             Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
             c.assign(mqs);
             for (MessageQueue mq : mqs) {
-                c.seekToBegin(mq);
+                seekToBegin(c, mq);
             }
             long deadline = System.currentTimeMillis() + timeoutMs;
             long idleSince = System.currentTimeMillis();
@@ -710,6 +710,27 @@ public final class ControllerInterop {
             c.shutdown();
         }
         return got;
+    }
+
+    /**
+     * Seeks to the queue's minimum offset, asking again for up to 20 s: the broker's answer can fail once on a
+     * connection the client had just opened (seen after a controller partition), which says nothing about
+     * whether messages were kept; a route still naming a dead master fails every attempt.
+     */
+    private void seekToBegin(DefaultLitePullConsumer c, MessageQueue mq) throws Exception {
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (true) {
+            try {
+                c.seekToBegin(mq);
+                return;
+            } catch (MQClientException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                log("seekToBegin %s failed (%s); asking again", mq, e.getMessage());
+                Thread.sleep(500);
+            }
+        }
     }
 
     static final class Failover {
