@@ -1,4 +1,6 @@
 # What the scripts share; each sources this file (it sets no shell options and runs nothing).
+# fetch_lib and build_harness work on the Java harness of the interop suites: they use the caller's
+# JAVA_DIR (the harness), LIB (its lib dirs), LOGS and JAVA.
 
 # The JVM options every RocketMQ peer needs on Java 17: the 8-era jars reach into JDK internals
 # (direct buffers, unsafe, reflection).
@@ -51,4 +53,61 @@ wait_boot() {
 # http_address LOG: the HOST:PORT of the HTTP port our server announced in LOG, if it did.
 http_address() {
   sed -nE 's|.*The Name Server HTTP port: http://([^ /]+).*|\1|p' "$1" | head -1
+}
+
+# log MESSAGE...: a progress line. Its tag (LOG_TAG, by default the script's name) tells apart the
+# lines of suites whose output ends up in one log.
+log() { printf '[%s %s] %s\n' "${LOG_TAG:-${0##*/}}" "$(date +%H:%M:%S)" "$*"; }
+
+# fetch_lib DIR PROFILE PROPERTY=VALUE...: the runtime jars of the harness pom's PROFILE, resolved
+# with these properties, into $LIB/DIR (once: see maven_fetch); Maven's log is $LOGS/maven-DIR.log.
+fetch_lib() {
+  local dir=$1 profile=$2 p props=()
+  shift 2
+  maven_cached "$LIB/$dir" && return 0
+  for p in "$@"; do props+=("-D$p"); done
+  log "fetching $dir from Maven Central"
+  maven_fetch "$LIB/$dir" "$JAVA_DIR" "$LOGS/maven-$dir.log" -P"$profile" "${props[@]}" -DincludeScope=runtime
+}
+
+# build_harness CLIENT_VERSION: compiles every class of the Java harness against $LIB/clients-VERSION.
+# Both suites run the same classes, so they share one output dir and one stamp, and a suite
+# recompiles only when a source is newer than the last build.
+build_harness() {
+  local stamp=$JAVA_DIR/target/classes/.built
+  [[ ! -f $stamp || -n $(find "$JAVA_DIR/src" "$JAVA_DIR/pom.xml" -newer "$stamp" 2>/dev/null) ]] || return 0
+  log "compiling the Java harness"
+  rm -rf "$JAVA_DIR/target/classes" && mkdir -p "$JAVA_DIR/target/classes"
+  "${JAVA%java}javac" -encoding UTF-8 --release 17 -d "$JAVA_DIR/target/classes" -cp "$LIB/clients-$1/*" \
+    "$JAVA_DIR"/src/main/java/interop/*.java >"$LOGS/javac.log" 2>&1 || { cat "$LOGS/javac.log"; return 1; }
+  touch "$stamp"
+}
+
+# warn_disk DIR: brokers refuse writes once their disk is 90 % full, which would show as failures
+# that say nothing about the server under test.
+warn_disk() {
+  local used
+  used=$(df -P "$1" | awk 'NR == 2 { sub("%", "", $5); print $5 }')
+  ((used < 88)) || log "WARNING: the disk of $1 is ${used}% full; brokers refuse writes above 90%"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# port_block: sets BASE to the first of four consecutive free ports (a broker needs listenPort,
+# listenPort-2 for the 5.x "fast" server, and its HA port). They come from below the ephemeral range,
+# so that no outgoing connection takes them later (between restarts of the same peer), from a random
+# start, so that concurrent runs rarely meet, and never twice in one run until the range wraps.
+# Not echoed: a command substitution would lose NEXT_PORT.
+NEXT_PORT=""
+port_block() {
+  if [[ -z $NEXT_PORT ]]; then
+    EPHEMERAL_LO=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    ((EPHEMERAL_LO > 12000)) || EPHEMERAL_LO=32768
+    NEXT_PORT=$((10000 + RANDOM % (EPHEMERAL_LO - 11000)))
+  fi
+  while :; do
+    BASE=$NEXT_PORT; NEXT_PORT=$((NEXT_PORT + 4))
+    ((NEXT_PORT < EPHEMERAL_LO - 8)) || NEXT_PORT=10000
+    port_free "$BASE" && port_free $((BASE + 1)) && port_free $((BASE + 2)) && port_free $((BASE + 3)) && break
+  done
 }

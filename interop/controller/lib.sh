@@ -43,25 +43,15 @@ NS_NODES=()      # NameServer peer names
 CTL_ADDRS=""     # controllerAddr for brokers: 127.0.0.1:P0;127.0.0.1:P1;127.0.0.1:P2
 NS_ADDRS=""
 
-ctl_log() { printf '[%s %s] %s\n' "${CTL_TAG:-ctl}" "$(date +%H:%M:%S)" "$*"; }
 
 # ---------------------------------------------------------------------------------------------------
 # Artifacts and binaries
 
-ctl_fetch_lib() { # DIR PROFILE PROPERTY=VERSION...
-  local dir=$1 profile=$2 p props=()
-  shift 2
-  maven_cached "$LIB/$dir" && return 0
-  for p in "$@"; do props+=("-D$p"); done
-  ctl_log "fetching $dir from Maven Central"
-  maven_fetch "$LIB/$dir" "$JAVA_DIR" "$LOGS/maven-$dir.log" -P"$profile" "${props[@]}" -DincludeScope=runtime
-}
-
 # The 5.x namesrv depends on rocketmq-controller (and so DLedger and JRaft), which the pom pins at the servers'
 # version: the servers lib dir holds ControllerStartup as well as BrokerStartup and NamesrvStartup.
 ctl_prepare_artifacts() {
-  ctl_fetch_lib "clients-$CTL_CLIENT_V" clients "client.version=$CTL_CLIENT_V" &&
-    ctl_fetch_lib "$CTL_SERVERS" servers "server.version=$CTL_V5" \
+  fetch_lib "clients-$CTL_CLIENT_V" clients "client.version=$CTL_CLIENT_V" &&
+    fetch_lib "$CTL_SERVERS" servers "server.version=$CTL_V5" \
       "server.unpublished.version=${CTL_V5_FALLBACK:-$CTL_V5}" || return 1
   local jar
   for jar in broker controller; do
@@ -73,17 +63,9 @@ ctl_prepare_artifacts() {
     for f in "$LIB/$CTL_SERVERS"/rocketmq-*-"$CTL_V5_FALLBACK".jar; do
       [[ -e $f ]] && older+=" $(basename "$f" "-$CTL_V5_FALLBACK.jar")"
     done
-    ctl_log "RocketMQ $CTL_V5: Maven Central lacks some of its modules, taken at $CTL_V5_FALLBACK:$older; driver clients $CTL_CLIENT_V"
+    log "RocketMQ $CTL_V5: Maven Central lacks some of its modules, taken at $CTL_V5_FALLBACK:$older; driver clients $CTL_CLIENT_V"
   fi
-  # The same compile step and stamp as scripts/interop: every class of the harness, against the 5.x client jars.
-  local stamp=$JAVA_DIR/target/classes/.built
-  if [[ ! -f $stamp || -n $(find "$JAVA_DIR/src" "$JAVA_DIR/pom.xml" -newer "$stamp" 2>/dev/null) ]]; then
-    ctl_log "compiling the Java harness"
-    rm -rf "$JAVA_DIR/target/classes" && mkdir -p "$JAVA_DIR/target/classes"
-    "${JAVA%java}javac" -encoding UTF-8 --release 17 -d "$JAVA_DIR/target/classes" -cp "$LIB/clients-$CTL_CLIENT_V/*" \
-      "$JAVA_DIR"/src/main/java/interop/*.java >"$LOGS/javac.log" 2>&1 || { cat "$LOGS/javac.log"; return 1; }
-    touch "$stamp"
-  fi
+  build_harness "$CTL_CLIENT_V"
 }
 
 # Sets NS_BIN (our NameServer, when one is needed) and CTL_BIN (our standalone controller, when needed).
@@ -93,7 +75,7 @@ ctl_binaries() { # IMPL MODE NAMESRV_KIND
   if [[ ($impl == rust && $mode == embedded) || ($mode == standalone && $nskind == rust) ]]; then
     NS_BIN=${MQNAMESRV:-$ROOT/target/debug/mqnamesrv}
     if [[ ! -x $NS_BIN && -z ${MQNAMESRV:-} ]]; then
-      ctl_log "building mqnamesrv (cargo build -p namesrv --bin mqnamesrv)"
+      log "building mqnamesrv (cargo build -p namesrv --bin mqnamesrv)"
       (cd "$ROOT" && cargo build -p namesrv --bin mqnamesrv) >"$LOGS/cargo.log" 2>&1 \
         || { tail -40 "$LOGS/cargo.log"; return 1; }
     fi
@@ -170,21 +152,6 @@ ctl_stop_all() {
   return 0
 }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Blocks of four consecutive free ports below the ephemeral range (a broker uses listenPort, listenPort-2
-# for its "fast" server, and its HA port), so that no outgoing connection takes them between restarts.
-EPHEMERAL_LO=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-((EPHEMERAL_LO > 12000)) || EPHEMERAL_LO=32768
-NEXT_PORT=$((10000 + RANDOM % (EPHEMERAL_LO - 11000)))
-port_block() { # sets BASE
-  while :; do
-    BASE=$NEXT_PORT; NEXT_PORT=$((NEXT_PORT + 4))
-    ((NEXT_PORT < EPHEMERAL_LO - 8)) || NEXT_PORT=10000
-    port_free "$BASE" && port_free $((BASE + 1)) && port_free $((BASE + 2)) && port_free $((BASE + 3)) && break
-  done
-}
-
 # ---------------------------------------------------------------------------------------------------
 # Network namespaces (CTL_NETNS=1; scenario l). Each controller node runs in a namespace of its own, joined by a
 # bridge in the root namespace, on a private /24 that exists only in the namespaces made here (10.239.S.0/24: the
@@ -244,7 +211,7 @@ done
 exit \$rc
 NETCTL
   chmod +x "$WORK/netctl"
-  ctl_log "network namespaces ${tag}n0-2 on $CTL_SUBNET.0/24: bridge ${tag}br $CTL_HOST (brokers), controller nodes .11-.13"
+  log "network namespaces ${tag}n0-2 on $CTL_SUBNET.0/24: bridge ${tag}br $CTL_HOST (brokers), controller nodes .11-.13"
 }
 
 ctl_net_down() {
@@ -416,9 +383,9 @@ ctl_start_all() {
   for n in $(printf '%s\n' "${NS_NODES[@]}" "${CTL_NODES[@]}" | sort -u); do ctl_start_node "$n"; done
   for n in "${CTL_BROKERS[@]}"; do ctl_start_broker "$n"; done
   for n in $(printf '%s\n' "${NS_NODES[@]}" "${CTL_NODES[@]}" | sort -u); do ctl_wait_node "$n" || return 1; done
-  ctl_log "NameServer(s) $NS_ADDRS; controller nodes $CTL_ADDRS ($CTL_IMPL, $CTL_MODE)"
+  log "NameServer(s) $NS_ADDRS; controller nodes $CTL_ADDRS ($CTL_IMPL, $CTL_MODE)"
   for n in "${CTL_BROKERS[@]}"; do ctl_wait_broker "$n" || return 1; done
-  ctl_log "brokers ${CTL_BROKERS[*]} booted: $(for n in "${CTL_BROKERS[@]}"; do printf '%s=%s ' "$n" "${ADDR[$n]}"; done)"
+  log "brokers ${CTL_BROKERS[*]} booted: $(for n in "${CTL_BROKERS[@]}"; do printf '%s=%s ' "$n" "${ADDR[$n]}"; done)"
 }
 
 # ctl_heal [controllers]: restarts every node of the topology that is not running (with "controllers":
@@ -434,7 +401,7 @@ ctl_heal() {
     done
   fi
   ((${#restarted[@]})) || return 0
-  ctl_log "restarting ${restarted[*]}"
+  log "restarting ${restarted[*]}"
   for n in "${restarted[@]}"; do
     if [[ " ${CTL_BROKERS[*]} " == *" $n "* ]]; then ctl_wait_broker "$n" || return 1; else ctl_wait_node "$n" || return 1; fi
   done
