@@ -170,7 +170,7 @@ impl Controller {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         if let Err(e) = self.raft.shutdown().await {
-            tracing::warn!("raft shutdown: {e}");
+            tracing::warn!(error = %e, "the Raft core did not shut down cleanly");
         }
     }
 
@@ -440,7 +440,7 @@ impl Controller {
                     Err(RaftError::APIError(
                         openraft::error::CheckIsLeaderError::QuorumNotEnough(e),
                     )) => {
-                        tracing::debug!("leadership not confirmed, trying again: {e}");
+                        tracing::debug!(error = %e, "leadership not confirmed, trying again");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                     Err(e) => return Err(Refusal::Failed(e.to_string())),
@@ -514,10 +514,10 @@ impl Controller {
     /// broker was its group's master.
     fn on_broker_inactive(self: Arc<Self>, key: BrokerKey) {
         tracing::info!(
-            "broker {}:{} id {} is inactive",
-            key.cluster_name,
-            key.broker_name,
-            key.broker_id
+            cluster = %key.cluster_name,
+            broker = %key.broker_name,
+            id = key.broker_id,
+            "broker inactive"
         );
         if !self.is_leader() {
             return;
@@ -548,19 +548,20 @@ impl Controller {
                 Ok(reply) => {
                     self.after_election(&reply);
                     if reply.code == response::SUCCESS {
-                        tracing::info!("elected a new master for {broker_name}");
+                        tracing::info!(broker = %broker_name, "elected a new master");
                         return;
                     }
                     tracing::warn!(
-                        "election for {broker_name} failed (attempt {}): {} {}",
-                        attempt + 1,
-                        reply.code,
-                        reply.remark.unwrap_or_default()
+                        broker = %broker_name,
+                        attempt = attempt + 1,
+                        code = reply.code,
+                        remark = reply.remark.unwrap_or_default(),
+                        "election failed"
                     );
                 }
                 Err(Refusal::NotLeader) => return,
                 Err(Refusal::Failed(e)) => {
-                    tracing::warn!("election for {broker_name} not replicated: {e}");
+                    tracing::warn!(broker = %broker_name, error = %e, "election not replicated");
                 }
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -742,8 +743,9 @@ async fn join_or_form(controller: Arc<Controller>) {
             .copied();
         if let Some(target) = worked {
             tracing::warn!(
-                "this node's store is empty but the group has worked (a member applied entry \
-                 {target}): joining without forming a group, no vote until refilled"
+                member_applied = target,
+                "this node's store is empty but the group has worked: joining without forming a \
+                 group, no vote until refilled"
             );
             *controller.rejoining.lock() = Some(target);
             break;
@@ -758,7 +760,7 @@ async fn join_or_form(controller: Arc<Controller>) {
             // Every node proposes the same membership; whichever forms the group first wins
             // and the others' attempts are refused harmlessly.
             if let Err(e) = controller.raft.initialize(members).await {
-                tracing::debug!("group already formed: {e}");
+                tracing::debug!(error = %e, "group already formed");
             }
             controller.raft.runtime_config().elect(true);
             return;
@@ -813,7 +815,7 @@ async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
     match tokio::net::lookup_host(addr).await {
         Ok(found) => found.map(|a| a.ip()).collect(),
         Err(e) => {
-            tracing::warn!(%addr, "cannot resolve a controller peer: {e}");
+            tracing::warn!(%addr, error = %e, "cannot resolve a controller peer");
             Vec::new()
         }
     }

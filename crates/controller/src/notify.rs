@@ -21,16 +21,15 @@ impl Notifier {
     pub fn notify(&self, addr: String, change: RoleChange) {
         tokio::spawn(async move {
             let request = role_changed_request(&change);
-            let client =
-                match tokio::time::timeout(CONNECT_TIMEOUT, Client::connect(addr.as_str())).await {
-                    Ok(Ok(c)) => c,
-                    _ => {
-                        tracing::warn!("cannot reach broker {addr} to tell it its role changed");
-                        return;
-                    }
-                };
+            let client = match Client::connect_within(&addr, CONNECT_TIMEOUT).await {
+                Ok(c) => c,
+                Err(_) => {
+                    tracing::warn!(broker = %addr, "cannot reach a broker to tell it its role changed");
+                    return;
+                }
+            };
             if client.send_oneway(request).await.is_err() {
-                tracing::warn!("lost the connection to broker {addr} while notifying it");
+                tracing::warn!(broker = %addr, "lost the connection to a broker while telling it its role changed");
             }
         });
     }

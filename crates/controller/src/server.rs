@@ -49,7 +49,7 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                tracing::warn!("controller accept failed: {e}");
+                tracing::warn!(error = %e, "controller accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -62,7 +62,7 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
                 Err(_) => continue,
             },
             Err(_) => {
-                tracing::warn!("controller port full: refusing {peer}");
+                tracing::warn!(%peer, "controller port full: connection refused");
                 continue;
             }
         };

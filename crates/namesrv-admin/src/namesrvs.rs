@@ -138,9 +138,8 @@ impl Connection {
             addr: addr.to_string(),
             reason,
         };
-        let client = tokio::time::timeout(timeout, Client::connect(addr))
+        let client = Client::connect_within(addr, timeout)
             .await
-            .map_err(|_| unreachable("connect timed out".into()))?
             .map_err(|e| unreachable(e.to_string()))?;
         Ok(Connection {
             addr: addr.to_string(),

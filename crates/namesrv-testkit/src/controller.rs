@@ -153,10 +153,7 @@ impl ControllerCluster {
 
 /// One request on a fresh connection; `None` if the node cannot be reached or does not answer.
 pub async fn request(addr: &str, cmd: RemotingCommand) -> Option<RemotingCommand> {
-    let client = tokio::time::timeout(CALL_TIMEOUT, Client::connect(addr))
-        .await
-        .ok()?
-        .ok()?;
+    let client = Client::connect_within(addr, CALL_TIMEOUT).await.ok()?;
     client.invoke(cmd, CALL_TIMEOUT).await.ok()
 }
 

@@ -24,7 +24,7 @@ pub fn min_broker_id_changed(notice: MinIdNotice) {
         let request = request.clone();
         tokio::spawn(async move {
             let sent = tokio::time::timeout(SEND_TIMEOUT, async {
-                let client = Client::connect(addr.as_str()).await?;
+                let client = Client::connect_within(&addr, SEND_TIMEOUT).await?;
                 client.send_oneway(request).await?;
                 Ok::<_, rocketmq_wire::client::ClientError>(())
             })

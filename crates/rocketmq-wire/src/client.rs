@@ -45,6 +45,15 @@ impl Client {
         Ok(Self::from_stream(stream))
     }
 
+    /// Connects within `deadline`: a peer that is down or cut off must not hold the caller for
+    /// the system's connect timeout (minutes on Linux when SYNs go unanswered).
+    pub async fn connect_within(
+        addr: &str,
+        deadline: std::time::Duration,
+    ) -> Result<Self, ClientError> {
+        Self::connect_from(addr, None, deadline).await
+    }
+
     /// Connects within `deadline`, from `source` when it is given (a node whose peers know it
     /// by one address speaks from that address, whatever interface the route would pick).
     pub async fn connect_from(
