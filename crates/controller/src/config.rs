@@ -33,8 +33,24 @@ pub struct ControllerConfig {
     pub raft_heartbeat_interval_ms: u64,
     pub election_timeout_ms: u64,
     pub config_black_list: String,
+    /// The port's bounds (our additions, named after the NameServer's `server*` keys).
+    pub port: PortLimits,
     /// Every key of the file, known or not, as GET_CONTROLLER_CONFIG lists them.
     pub all: BTreeMap<String, String>,
+}
+
+/// What the controller's port admits and how long a connection may take; fixed at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortLimits {
+    /// Connections in total; a tenth of them is kept for the group's own members.
+    pub max_connections: i64,
+    /// Connections from one source address; 0 or less: a quarter of the total.
+    pub max_connections_per_address: i64,
+    pub first_frame_timeout_s: u64,
+    pub idle_timeout_s: u64,
+    /// A whole frame's cap, length field included; snapshot chunks (1 MiB of state, encoded)
+    /// must fit, so it is never below 4 MiB.
+    pub max_frame_length: usize,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -65,6 +81,12 @@ pub mod keys {
     pub const RAFT_HEARTBEAT: &str = "controllerRaftHeartbeatIntervalMs";
     /// Ours: the shortest election timeout (the longest is twice it), and the leader's lease.
     pub const ELECTION_TIMEOUT: &str = "controllerElectionTimeoutMs";
+    /// Ours: the port's bounds, as the NameServer's `server*` keys bound its port.
+    pub const MAX_CONNECTIONS: &str = "controllerServerMaxConnections";
+    pub const MAX_CONNECTIONS_PER_ADDRESS: &str = "controllerServerMaxConnectionsPerAddress";
+    pub const FIRST_FRAME_TIMEOUT: &str = "controllerServerFirstFrameTimeoutSeconds";
+    pub const IDLE_TIMEOUT: &str = "controllerServerChannelMaxIdleTimeSeconds";
+    pub const MAX_FRAME_LENGTH: &str = "controllerServerMaxFrameLength";
     pub const JRAFT_GROUP: &str = "jRaftGroupId";
     pub const JRAFT_SERVER_ID: &str = "jRaftServerId";
     pub const JRAFT_INIT_CONF: &str = "jRaftInitConf";
@@ -88,13 +110,15 @@ pub const KNOWN: &[&str] = &[
     keys::SNAPSHOT_EVERY,
     keys::RAFT_HEARTBEAT,
     keys::ELECTION_TIMEOUT,
+    keys::MAX_CONNECTIONS,
+    keys::MAX_CONNECTIONS_PER_ADDRESS,
+    keys::FIRST_FRAME_TIMEOUT,
+    keys::IDLE_TIMEOUT,
+    keys::MAX_FRAME_LENGTH,
     keys::JRAFT_GROUP,
     keys::JRAFT_SERVER_ID,
     keys::JRAFT_INIT_CONF,
     keys::JRAFT_RPC_ADDR,
-    // Raft's timing is fixed when the node starts.
-    keys::RAFT_HEARTBEAT,
-    keys::ELECTION_TIMEOUT,
 ];
 
 /// Keys a remote UPDATE_CONTROLLER_CONFIG may never change, whatever the configured blacklist
@@ -110,6 +134,16 @@ pub const ALWAYS_BLACKLISTED: &[&str] = &[
     keys::JRAFT_SERVER_ID,
     keys::JRAFT_INIT_CONF,
     keys::JRAFT_RPC_ADDR,
+    // Raft's timing is fixed when the node starts, and the lease is only safe while it is the
+    // timing openraft runs with.
+    keys::RAFT_HEARTBEAT,
+    keys::ELECTION_TIMEOUT,
+    // The port is bound and bounded once, at start.
+    keys::MAX_CONNECTIONS,
+    keys::MAX_CONNECTIONS_PER_ADDRESS,
+    keys::FIRST_FRAME_TIMEOUT,
+    keys::IDLE_TIMEOUT,
+    keys::MAX_FRAME_LENGTH,
 ];
 
 impl ControllerConfig {
@@ -173,6 +207,18 @@ impl ControllerConfig {
             config_black_list: get(keys::BLACK_LIST)
                 .unwrap_or("configBlackList;configStorePath")
                 .to_string(),
+            port: PortLimits {
+                max_connections: num_of(keys::MAX_CONNECTIONS, 1024)?.clamp(16, 1_000_000) as i64,
+                max_connections_per_address: num_of(keys::MAX_CONNECTIONS_PER_ADDRESS, 0)?
+                    .min(1_000_000) as i64,
+                first_frame_timeout_s: num_of(keys::FIRST_FRAME_TIMEOUT, 30)?.clamp(1, 3_600),
+                idle_timeout_s: num_of(keys::IDLE_TIMEOUT, 120)?.clamp(1, 86_400),
+                max_frame_length: num_of(
+                    keys::MAX_FRAME_LENGTH,
+                    rocketmq_wire::frame::DEFAULT_MAX_FRAME as u64,
+                )?
+                .clamp(4 << 20, i32::MAX as u64) as usize,
+            },
             all,
         })
     }
@@ -260,6 +306,20 @@ impl ControllerConfig {
             ),
             (keys::ELECTION_TIMEOUT, self.election_timeout_ms.to_string()),
             (keys::BLACK_LIST, self.config_black_list.clone()),
+            (keys::MAX_CONNECTIONS, self.port.max_connections.to_string()),
+            (
+                keys::MAX_CONNECTIONS_PER_ADDRESS,
+                self.port.max_connections_per_address.to_string(),
+            ),
+            (
+                keys::FIRST_FRAME_TIMEOUT,
+                self.port.first_frame_timeout_s.to_string(),
+            ),
+            (keys::IDLE_TIMEOUT, self.port.idle_timeout_s.to_string()),
+            (
+                keys::MAX_FRAME_LENGTH,
+                self.port.max_frame_length.to_string(),
+            ),
         ];
         for (k, v) in defaults {
             all.insert(k.to_string(), v);
@@ -496,6 +556,8 @@ mod tests {
             "controllerDLegerPeers",
             "controllerStorePath",
             "configBlackList",
+            "controllerRaftHeartbeatIntervalMs",
+            "controllerElectionTimeoutMs",
         ] {
             assert!(c.is_blacklisted(key), "{key}");
         }

@@ -196,6 +196,11 @@ impl Controller {
         self.peer_ips.contains(&ip)
     }
 
+    /// The addresses of the group's members, as resolved at start.
+    pub fn peer_ips(&self) -> impl Iterator<Item = std::net::IpAddr> + '_ {
+        self.peer_ips.iter().copied()
+    }
+
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
     /// off from the others stops saying so before they can elect another.
     pub fn is_leader(&self) -> bool {

@@ -1,93 +1,96 @@
 //! The controller's port: remoting frames from brokers, admin tools and the other controller
-//! nodes. Bounded like the NameServer's port: a cap on connections, a deadline for the first
-//! frame and for silence, a frame size limit, and a cap on requests in flight per connection.
+//! nodes. Admitted by the same listener as the NameServer's port (caps in total and per
+//! address, a reserve for the group's own members, refusals logged sparingly), with the same
+//! deadlines for the first frame and for silence, a frame size cap, and a cap on requests in
+//! flight per connection; the limits are the `controllerServer*` keys.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use rocketmq_wire::frame::RemotingCodec;
+use rocketmq_wire::listener::{self, admission, Admission, ConnectionBounds, Port};
+use rocketmq_wire::RemotingCommand;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
-use rocketmq_wire::frame::RemotingCodec;
-use rocketmq_wire::RemotingCommand;
-
+use crate::config::{keys, PortLimits};
 use crate::handler;
 use crate::node::{next_connection_id, Controller};
 
-/// Raft snapshots travel in chunks of a few MiB; nothing else comes close.
-const MAX_FRAME: usize = 16 * 1024 * 1024;
-const MAX_CONNECTIONS: usize = 1024;
-/// Kept for the group's own members beyond the cap: brokers filling the port must not cut the
-/// nodes off from each other.
-const PEER_CONNECTIONS: usize = 64;
 const IN_FLIGHT_PER_CONNECTION: usize = 64;
-const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
-/// Java closes a channel idle for 120 s; brokers heartbeat every second.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Descriptors kept back for the store, the NameServer's own port when embedded, and the
+/// connections this node opens to its peers and to brokers.
+const FD_RESERVE: u64 = 256;
 
 pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
     let addr: SocketAddr = tokio::net::lookup_host(addr)
         .await?
         .next()
         .ok_or_else(|| anyhow::anyhow!("cannot resolve {addr}"))?;
-    Ok(TcpListener::bind(addr).await?)
+    Ok(listener::bind(addr)?)
 }
 
 /// Serves connections until `stop` is cancelled.
 pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let peer_slots = Arc::new(Semaphore::new(PEER_CONNECTIONS));
-    loop {
-        let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
-            a = listener.accept() => a,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(error = %e, "controller accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) if controller.is_peer(peer.ip()) => match peer_slots.clone().try_acquire_owned()
-            {
-                Ok(slot) => slot,
-                Err(_) => continue,
-            },
-            Err(_) => {
-                tracing::warn!(%peer, "controller port full: connection refused");
-                continue;
-            }
-        };
-        let controller = controller.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            connection(stream, peer.ip(), controller, stop).await;
-        });
+    let limits: PortLimits = controller.config().port;
+    let fd_limit = admission::open_files_limit().unwrap_or(1024);
+    let admission = Arc::new(Admission::new(admission::Limits::derive(
+        limits.max_connections,
+        limits.max_connections_per_address,
+        fd_limit,
+        FD_RESERVE,
+    )));
+    // Brokers filling the port must not cut the nodes off from each other.
+    for ip in controller.peer_ips() {
+        admission.trust(ip);
     }
+    let bounds = ConnectionBounds {
+        first_frame: Duration::from_secs(limits.first_frame_timeout_s),
+        idle: Duration::from_secs(limits.idle_timeout_s),
+        max_frame: limits.max_frame_length,
+    };
+    let port = Port {
+        name: "controller",
+        total_key: keys::MAX_CONNECTIONS,
+        per_address_key: keys::MAX_CONNECTIONS_PER_ADDRESS,
+    };
+    listener::accept_loop(
+        listener,
+        admission,
+        port,
+        stop.clone(),
+        |_| {},
+        |stream, peer, admitted| {
+            let controller = controller.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let _admitted = admitted;
+                connection(stream, peer.ip(), controller, stop, bounds).await;
+            });
+        },
+    )
+    .await;
 }
 
 async fn connection(
     stream: TcpStream,
-    from: std::net::IpAddr,
+    from: IpAddr,
     controller: Arc<Controller>,
     stop: CancellationToken,
+    bounds: ConnectionBounds,
 ) {
     let _ = stream.set_nodelay(true);
     let id = next_connection_id();
     let (read, write) = stream.into_split();
-    let mut frames = FramedRead::new(read, RemotingCodec::new(MAX_FRAME));
+    let mut frames = FramedRead::new(read, RemotingCodec::new(bounds.max_frame));
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(IN_FLIGHT_PER_CONNECTION);
+    let max_frame = bounds.max_frame;
     let writer = tokio::spawn(async move {
-        let mut sink = FramedWrite::new(write, RemotingCodec::new(MAX_FRAME));
+        let mut sink = FramedWrite::new(write, RemotingCodec::new(max_frame));
         while let Some(cmd) = rx.recv().await {
             if sink.send(cmd).await.is_err() {
                 return;
@@ -95,7 +98,7 @@ async fn connection(
         }
     });
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT_PER_CONNECTION));
-    let mut deadline = FIRST_FRAME_TIMEOUT;
+    let mut deadline = bounds.first_frame;
     loop {
         let next = tokio::select! {
             _ = stop.cancelled() => break,
@@ -106,7 +109,7 @@ async fn connection(
             // Silence, end of stream or an undecodable frame: the connection is over.
             _ => break,
         };
-        deadline = IDLE_TIMEOUT;
+        deadline = bounds.idle;
         if req.is_response() {
             continue;
         }

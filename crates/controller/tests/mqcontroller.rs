@@ -125,3 +125,53 @@ fn print_config_item_lists_every_key_and_exits() {
         "{listing}"
     );
 }
+
+/// Whether the server closed `stream` within `wait` (a read that ends, rather than one that
+/// is still waiting for data).
+async fn closed_within(stream: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(wait, stream.read(&mut byte)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+#[tokio::test]
+async fn the_port_is_bounded_by_its_keys_per_address_and_for_silent_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = dir.path().join("controller.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
+             controllerStorePath={}\ncontrollerServerMaxConnectionsPerAddress=6\n\
+             controllerServerFirstFrameTimeoutSeconds=1\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .unwrap();
+    let (_node, addr) = start(&conf);
+
+    // Six connections from this address are admitted (and closed after a second of silence);
+    // a seventh is closed at once.
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    let mut seventh = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_within(&mut seventh, Duration::from_millis(500)).await,
+        "a connection over controllerServerMaxConnectionsPerAddress stays open"
+    );
+    for stream in &mut held {
+        assert!(
+            closed_within(stream, Duration::from_secs(3)).await,
+            "a connection that never sent a frame outlived controllerServerFirstFrameTimeoutSeconds"
+        );
+    }
+    // Their places came back: the node answers again.
+    let m = metadata(&addr).await;
+    assert_eq!(m.ext("group"), Some("DefaultControllerGroup"));
+}

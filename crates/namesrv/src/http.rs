@@ -54,7 +54,7 @@ impl Limits {
     /// The configured cap, lowered to a quarter of the open-files limit as it is now: the
     /// remoting port must always have descriptors left, whatever the HTTP port is sent.
     fn connection_cap(&self) -> usize {
-        match crate::admission::open_files_limit() {
+        match rocketmq_wire::listener::admission::open_files_limit() {
             Some(limit) => self.max_connections.min((limit as usize / 4).max(1)),
             None => self.max_connections,
         }

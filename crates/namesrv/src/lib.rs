@@ -1,11 +1,10 @@
 //! A drop-in RocketMQ NameServer.
 //!
-//! A request arrives on a connection served by `server` (after `admission` let the
+//! A request arrives on a connection served by `server` (after the wire crate's listener let the
 //! connection in and `proxy` and `tls` unwrapped it), is dispatched through the one table of
 //! request codes in `handler` (one module per request family), and reads or changes the state
 //! in `state::State`: the [`registry`], the [`kv`] store and the [`config`].
 //!
-//! - `admission`: caps on connections, in total and per source address;
 //! - `auth`: signature checks of state-changing requests and their credentials file;
 //! - [`config`]: the Java properties keys, defaults, blacklist and listing;
 //! - `config_store`: the live settings and their file, changed by remote updates;
@@ -27,7 +26,6 @@
 //! - `tls`: TLS modes and certificates;
 //! - `watch`: reloading files when they change.
 
-mod admission;
 mod auth;
 pub mod config;
 mod config_store;
@@ -56,6 +54,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use rocketmq_wire::listener::admission;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -134,8 +133,8 @@ pub async fn run(
         .parse()
         .or_else(|_| format!("[{}]:{}", server.bind_address, server.listen_port).parse())
         .with_context(|| format!("invalid bindAddress {}", server.bind_address))?;
-    let listener =
-        server::bind(bind_addr).with_context(|| format!("cannot listen on {bind_addr}"))?;
+    let listener = rocketmq_wire::listener::bind(bind_addr)
+        .with_context(|| format!("cannot listen on {bind_addr}"))?;
     let local = listener.local_addr()?;
     let (queue_tx, queue_rx) =
         mpsc::channel(server.unregister_broker_queue_capacity.max(1) as usize);

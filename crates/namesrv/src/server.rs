@@ -1,23 +1,25 @@
 //! The accept loop and one task per connection: read frames, dispatch, write responses, and
 //! report the connection's end so that brokers registered on it leave.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use rocketmq_wire::error::FrameError;
-use rocketmq_wire::frame::{decode_payload, encode_frame, payload_header_len};
+use rocketmq_wire::frame::{
+    announced_payload_len, decode_payload, encode_frame, payload_header_len,
+};
+use rocketmq_wire::listener::{self, ConnectionBounds, Port};
 use rocketmq_wire::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
-use crate::admission::Refusal;
 use crate::handler::{self, Origin};
 use crate::offload;
 use crate::proxy;
@@ -25,20 +27,8 @@ use crate::registry::ConnId;
 use crate::state::State;
 use crate::tls::{self, TlsMode};
 
-const LISTEN_BACKLOG: u32 = 1024;
 /// Blocking requests (disk writes, large registrations) in flight per connection.
 const BLOCKING_IN_FLIGHT: usize = 16;
-
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()?
-    } else {
-        TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
-}
 
 pub async fn accept_loop(
     state: Arc<State>,
@@ -47,70 +37,45 @@ pub async fn accept_loop(
     tracker: TaskTracker,
 ) {
     let next_id = AtomicU64::new(1);
-    let mut refused_logged: Option<Instant> = None;
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shutdown.cancelled() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of descriptors or similar: back off instead of spinning.
-                warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Closed at once: a refused connection holds its descriptor for no longer than this.
-        let admitted = match state.admission.admit(peer.ip()) {
-            Ok(admitted) => admitted,
-            Err(refusal) => {
-                state.metrics.connection_refused();
-                if refused_logged.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
-                    refused_logged = Some(Instant::now());
-                    let limits = state.admission.limits();
-                    match refusal {
-                        Refusal::PerAddress => warn!(
-                            %peer,
-                            "refusing connections from an address over serverMaxConnectionsPerAddress ({})",
-                            limits.per_address
-                        ),
-                        Refusal::Total => warn!(
-                            %peer,
-                            "refusing connections over serverMaxConnections ({}, {} kept for broker hosts)",
-                            limits.total, limits.broker_reserve
-                        ),
-                    }
+    let port = Port {
+        name: "remoting",
+        total_key: "serverMaxConnections",
+        per_address_key: "serverMaxConnectionsPerAddress",
+    };
+    let admission = state.admission.clone();
+    let metrics_state = state.clone();
+    let stopping = shutdown.clone();
+    listener::accept_loop(
+        listener,
+        admission,
+        port,
+        shutdown.clone(),
+        |_| metrics_state.metrics.connection_refused(),
+        |stream, peer, admitted| {
+            let conn = next_id.fetch_add(1, Ordering::Relaxed);
+            let close = shutdown.child_token();
+            state.connections.insert(conn, close.clone());
+            let state = state.clone();
+            let stopping = stopping.clone();
+            tracker.spawn(async move {
+                let _admitted = admitted;
+                debug!(%peer, conn, "connection opened");
+                state.metrics.connection_opened();
+                serve(&state, stream, conn, peer.ip(), close).await;
+                state.metrics.connection_closed();
+                // Connections closed by our own shutdown say nothing about the brokers: they
+                // stay in the final route snapshot.
+                if stopping.is_cancelled() {
+                    state.connections.remove(&conn);
+                } else {
+                    state.connection_closed(conn);
                 }
-                continue;
-            }
-        };
-        let conn = next_id.fetch_add(1, Ordering::Relaxed);
-        let close = shutdown.child_token();
-        state.connections.insert(conn, close.clone());
-        let state = state.clone();
-        let stopping = shutdown.clone();
-        tracker.spawn(async move {
-            let _admitted = admitted;
-            debug!(%peer, conn, "connection opened");
-            state.metrics.connection_opened();
-            serve(&state, stream, conn, peer.ip(), close).await;
-            state.metrics.connection_closed();
-            // Connections closed by our own shutdown say nothing about the brokers: they stay
-            // in the final route snapshot.
-            if stopping.is_cancelled() {
-                state.connections.remove(&conn);
-            } else {
-                state.connection_closed(conn);
-            }
-            debug!(%peer, conn, "connection closed");
-        });
-    }
+                debug!(%peer, conn, "connection closed");
+            });
+        },
+    )
+    .await;
 }
-
-/// Refused connections are logged at most this often: a flood must not flood the log too.
-const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
 async fn serve(
     state: &Arc<State>,
@@ -122,7 +87,7 @@ async fn serve(
     let _ = stream.set_nodelay(true);
     let limits = {
         let s = state.config.settings();
-        Limits {
+        ConnectionBounds {
             idle: Duration::from_secs(s.server.server_channel_max_idle_time_seconds.max(1) as u64),
             first_frame: Duration::from_secs(
                 s.server.server_first_frame_timeout_seconds.max(1) as u64
@@ -173,15 +138,6 @@ async fn serve(
     }
 }
 
-#[derive(Clone, Copy)]
-struct Limits {
-    idle: Duration,
-    /// A new connection must have sent a whole frame by then; only connections that have
-    /// spoken get the (long) idle limit.
-    first_frame: Duration,
-    max_frame: usize,
-}
-
 /// Frames up to this size are read without asking the memory budget, and decoded and served
 /// on the reader (unless their code blocks).
 /// Larger ones block by their size alone, whatever their code: decoding megabytes on an async
@@ -224,12 +180,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.buf.len() < 4 {
             return Ok(None);
         }
-        let len = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as i64;
-        let max_payload = self.max_frame - 4;
-        if len < 4 || len as usize > max_payload {
-            return Err(FrameError::BadLength(len, max_payload));
-        }
-        let len = len as usize;
+        let len = announced_payload_len(&self.buf, self.max_frame)?;
         if len > SMALL_FRAME && self.permit.is_none() {
             return Ok(None);
         }
@@ -310,7 +261,7 @@ async fn serve_frames<R, W>(
     mut write: W,
     origin: Origin,
     close: CancellationToken,
-    limits: Limits,
+    limits: ConnectionBounds,
     first_frame_by: Instant,
 ) where
     R: AsyncRead + Unpin,

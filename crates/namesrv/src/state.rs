@@ -12,7 +12,6 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::admission::Admission;
 use crate::auth::Credentials;
 use crate::config_store::ConfigStore;
 use crate::events::EventLog;
@@ -21,6 +20,7 @@ use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
 use crate::registry::{ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
+use rocketmq_wire::listener::Admission;
 
 pub struct State {
     pub config: ConfigStore,

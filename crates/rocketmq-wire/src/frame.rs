@@ -35,6 +35,18 @@ pub fn payload_header_len(payload: &[u8]) -> usize {
     })
 }
 
+/// The payload length the length field at the start of `buf` (4 bytes at least) announces,
+/// checked against `max_frame` (the whole frame's cap, length field included): a payload too
+/// short for the header-length word, or over the cap, ends the connection.
+pub fn announced_payload_len(buf: &[u8], max_frame: usize) -> Result<usize, FrameError> {
+    let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as i64;
+    let max_payload = max_frame - 4;
+    if len < 4 || len as usize > max_payload {
+        return Err(FrameError::BadLength(len, max_payload));
+    }
+    Ok(len as usize)
+}
+
 /// Decodes one complete frame payload (everything after the length field).
 pub fn decode_payload(mut payload: Bytes) -> Result<RemotingCommand, FrameError> {
     let frame_len = payload.len();
@@ -93,19 +105,15 @@ impl Decoder for RemotingCodec {
         if src.len() < 4 {
             return Ok(None);
         }
-        let frame_len = i32::from_be_bytes([src[0], src[1], src[2], src[3]]) as i64;
-        let max_payload = self.max_frame - 4;
-        if frame_len < 4 || frame_len as usize > max_payload {
-            return Err(FrameError::BadLength(frame_len, max_payload));
-        }
-        let total = 4 + frame_len as usize;
+        let frame_len = announced_payload_len(src, self.max_frame)?;
+        let total = 4 + frame_len;
         if src.len() < total {
             // No reserve for the announced size: a peer that announces 16 MiB and sends nothing
             // must not make us allocate it.
             return Ok(None);
         }
         src.advance(4);
-        let payload = src.split_to(frame_len as usize).freeze();
+        let payload = src.split_to(frame_len).freeze();
         decode_payload(payload).map(Some)
     }
 }

@@ -11,7 +11,8 @@
 //! - [`properties`]: Java `.properties` text, as config files and config bodies carry it;
 //! - [`error`]: undecodable frames (which close their connection) and misshapen bodies;
 //! - [`clock`]: the wall clock in Java's signed epoch milliseconds;
-//! - [`client`]: a small async client for tools and tests;
+//! - [`client`]: a small async client for tools, tests and the servers' outbound calls;
+//! - [`listener`]: the accepting side of a port: admission caps, refusal logging, deadlines;
 //! - [`acl`]: request signatures of RocketMQ's ACL clients.
 
 pub mod acl;
@@ -25,6 +26,7 @@ pub mod frame;
 pub mod header;
 pub mod headers;
 pub mod json;
+pub mod listener;
 pub mod properties;
 
 pub use command::{ExtFields, RemotingCommand, SerializeType};

@@ -125,7 +125,7 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
     }
     .ok_or_else(|| Failure("a whole registration was refused".into()))?;
     if matches!(outcome, RegisterOutcome::Registered { .. }) {
-        state.admission.broker_host(origin.peer);
+        state.admission.trust(origin.peer);
     }
     state.metrics.registered(false);
     if let Some(notice) = notice {

@@ -1,7 +1,8 @@
 //! Who may hold a connection: caps on connections in total and per source address, so that
 //! one host opening thousands of idle sockets cannot take every descriptor and lock brokers
-//! and clients out. A share of the total is kept for hosts that have registered brokers: when
-//! a flood from many addresses fills the rest, brokers can still reconnect and heartbeat.
+//! and clients out. A share of the total is kept for hosts the server trusts (the NameServer:
+//! hosts that registered brokers; a controller: its group's members): when a flood from many
+//! addresses fills the rest, they can still reconnect.
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -9,16 +10,16 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-/// Hosts remembered as broker hosts, at most; beyond that none are added (the reserve then
-/// protects the hosts already known).
-const BROKER_HOSTS_KEPT: usize = 65_536;
+/// Trusted hosts remembered, at most; beyond that none are added (the reserve then protects the
+/// hosts already known).
+const TRUSTED_HOSTS_KEPT: usize = 65_536;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub total: usize,
     pub per_address: usize,
-    /// Of `total`, how many only broker hosts may take.
-    pub broker_reserve: usize,
+    /// Of `total`, how many only trusted hosts may take.
+    pub reserve: usize,
 }
 
 impl Limits {
@@ -40,7 +41,7 @@ impl Limits {
         Limits {
             total,
             per_address,
-            broker_reserve: (total / 10).max(1),
+            reserve: (total / 10).max(1),
         }
     }
 }
@@ -60,7 +61,7 @@ pub struct Admission {
 struct Counts {
     total: usize,
     per_address: HashMap<IpAddr, usize>,
-    broker_hosts: HashSet<IpAddr>,
+    trusted: HashSet<IpAddr>,
 }
 
 /// An admitted connection; dropping it gives its place back.
@@ -100,8 +101,8 @@ impl Admission {
         if from_ip >= self.limits.per_address {
             return Err(Refusal::PerAddress);
         }
-        let open_to_all = self.limits.total - self.limits.broker_reserve;
-        let cap = if counts.broker_hosts.contains(&ip) {
+        let open_to_all = self.limits.total - self.limits.reserve;
+        let cap = if counts.trusted.contains(&ip) {
             self.limits.total
         } else {
             open_to_all
@@ -117,11 +118,11 @@ impl Admission {
         })
     }
 
-    /// Remembers that a broker registered from `ip`, so that it may use the reserve.
-    pub fn broker_host(&self, ip: IpAddr) {
+    /// Trusts `ip` from now on: it may use the reserve.
+    pub fn trust(&self, ip: IpAddr) {
         let mut counts = self.state.lock();
-        if counts.broker_hosts.len() < BROKER_HOSTS_KEPT || counts.broker_hosts.contains(&ip) {
-            counts.broker_hosts.insert(ip);
+        if counts.trusted.len() < TRUSTED_HOSTS_KEPT || counts.trusted.contains(&ip) {
+            counts.trusted.insert(ip);
         }
     }
 }
@@ -197,7 +198,7 @@ mod tests {
         let a = Arc::new(Admission::new(Limits {
             total: 100,
             per_address: 10,
-            broker_reserve: 10,
+            reserve: 10,
         }));
         let held: Vec<_> = (0..10).map(|_| a.admit(ip(2)).unwrap()).collect();
         assert_eq!(a.admit(ip(2)).err(), Some(Refusal::PerAddress));
@@ -210,19 +211,19 @@ mod tests {
     }
 
     #[test]
-    fn broker_hosts_keep_a_reserve_when_everyone_else_is_refused() {
+    fn trusted_hosts_keep_a_reserve_when_everyone_else_is_refused() {
         let a = Arc::new(Admission::new(Limits {
             total: 20,
             per_address: 5,
-            broker_reserve: 4,
+            reserve: 4,
         }));
-        a.broker_host(ip(9));
+        a.trust(ip(9));
         let _flood: Vec<_> = (10..14)
             .flat_map(|host| (0..4).map(move |_| host))
             .map(|host| a.admit(ip(host)).unwrap())
             .collect();
         assert_eq!(a.admit(ip(30)).err(), Some(Refusal::Total));
-        let _brokers: Vec<_> = (0..4).map(|_| a.admit(ip(9)).unwrap()).collect();
+        let _trusted: Vec<_> = (0..4).map(|_| a.admit(ip(9)).unwrap()).collect();
         assert_eq!(a.admit(ip(9)).err(), Some(Refusal::Total));
     }
 
