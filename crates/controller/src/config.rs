@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rocketmq_wire::key_table::{Binding, Blacklist};
+
 /// One member of the controller group: its id (`n0`) and the address it serves brokers and its
 /// peers on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,11 +34,13 @@ pub struct ControllerConfig {
     /// lease. Raised together for nodes in distant data centres.
     pub raft_heartbeat_interval_ms: u64,
     pub election_timeout_ms: u64,
-    pub config_black_list: String,
     /// The port's bounds (our additions, named after the NameServer's `server*` keys).
     pub port: PortLimits,
-    /// Every key of the file, known or not, as GET_CONTROLLER_CONFIG lists them.
-    pub all: BTreeMap<String, String>,
+    /// The keys as the file and later updates gave them, which the fields above derive from.
+    table: ControllerKeys,
+    /// Keys of the file that are not in the table, listed by GET_CONTROLLER_CONFIG as given.
+    extras: BTreeMap<String, String>,
+    blacklist: Blacklist,
 }
 
 /// What the controller's port admits and how long a connection may take; fixed at start.
@@ -63,63 +67,63 @@ pub enum ConfigError {
     SelfNotAPeer(String),
 }
 
+rocketmq_wire::key_table! {
+    /// Every key of Java's ControllerConfig this node reads, and ours, as given. Some are also
+    /// NameServer keys (`scanNotActiveBrokerInterval`, `configBlackList`): Java hands the whole
+    /// file to both, and so must an embedding server.
+    pub struct ControllerKeys() {
+        "controllerDLegerGroup" => group: Option<String> = None;
+        "controllerDLegerPeers" => peers: Option<String> = None;
+        "controllerDLegerSelfId" => self_id: Option<String> = None;
+        "controllerStorePath" => store_path: Option<String> = None;
+        "controllerType" => controller_type: String = "DLedger".into();
+        "enableElectUncleanMaster" => enable_elect_unclean_master: bool = false;
+        "notifyBrokerRoleChanged" => notify_broker_role_changed: bool = true;
+        "scanNotActiveBrokerInterval" => scan_not_active_broker_interval: u64 = 5_000;
+        "scanInactiveMasterInterval" => scan_inactive_master_interval: u64 = 5_000;
+        "electMasterMaxRetryCount" => elect_master_max_retry_count: u64 = 3;
+        "configBlackList" => config_black_list: String = "configBlackList;configStorePath".into();
+        // Ours: log entries between two snapshots.
+        "controllerSnapshotEveryEntries" => snapshot_every_entries: u64 = 5_000;
+        // Ours: the Raft heartbeat interval, and the bound of each AppendEntries round trip.
+        "controllerRaftHeartbeatIntervalMs" => raft_heartbeat_interval_ms: u64 = 250;
+        // Ours: the shortest election timeout (the longest is twice it), and the leader's lease.
+        "controllerElectionTimeoutMs" => election_timeout_ms: u64 = 750;
+        // Ours: the port's bounds, as the NameServer's `server*` keys bound its port.
+        "controllerServerMaxConnections" => server_max_connections: i64 = 1024;
+        "controllerServerMaxConnectionsPerAddress" => server_max_connections_per_address: i64 = 0;
+        "controllerServerFirstFrameTimeoutSeconds" => server_first_frame_timeout_seconds: u64 = 30;
+        "controllerServerChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: u64 = 120;
+        "controllerServerMaxFrameLength" => server_max_frame_length: u64 = rocketmq_wire::frame::DEFAULT_MAX_FRAME as u64;
+        "jRaftGroupId" => jraft_group_id: Option<String> = None;
+        "jRaftServerId" => jraft_server_id: Option<String> = None;
+        "jRaftInitConf" => jraft_init_conf: Option<String> = None;
+        "jRaftControllerRPCAddr" => jraft_controller_rpc_addr: Option<String> = None;
+    }
+}
+
+/// The keys the code names on its own: in errors, the blacklist and the port's refusal log.
 pub mod keys {
     pub const GROUP: &str = "controllerDLegerGroup";
     pub const PEERS: &str = "controllerDLegerPeers";
     pub const SELF_ID: &str = "controllerDLegerSelfId";
     pub const STORE_PATH: &str = "controllerStorePath";
     pub const TYPE: &str = "controllerType";
-    pub const ELECT_UNCLEAN: &str = "enableElectUncleanMaster";
-    pub const NOTIFY: &str = "notifyBrokerRoleChanged";
-    pub const SCAN_NOT_ACTIVE: &str = "scanNotActiveBrokerInterval";
-    pub const SCAN_INACTIVE_MASTER: &str = "scanInactiveMasterInterval";
-    pub const ELECT_RETRIES: &str = "electMasterMaxRetryCount";
     pub const BLACK_LIST: &str = "configBlackList";
-    /// Ours: how many log entries between two snapshots.
-    pub const SNAPSHOT_EVERY: &str = "controllerSnapshotEveryEntries";
-    /// Ours: the Raft heartbeat interval, and the bound of each AppendEntries round trip.
     pub const RAFT_HEARTBEAT: &str = "controllerRaftHeartbeatIntervalMs";
-    /// Ours: the shortest election timeout (the longest is twice it), and the leader's lease.
     pub const ELECTION_TIMEOUT: &str = "controllerElectionTimeoutMs";
-    /// Ours: the port's bounds, as the NameServer's `server*` keys bound its port.
     pub const MAX_CONNECTIONS: &str = "controllerServerMaxConnections";
     pub const MAX_CONNECTIONS_PER_ADDRESS: &str = "controllerServerMaxConnectionsPerAddress";
     pub const FIRST_FRAME_TIMEOUT: &str = "controllerServerFirstFrameTimeoutSeconds";
     pub const IDLE_TIMEOUT: &str = "controllerServerChannelMaxIdleTimeSeconds";
     pub const MAX_FRAME_LENGTH: &str = "controllerServerMaxFrameLength";
-    pub const JRAFT_GROUP: &str = "jRaftGroupId";
     pub const JRAFT_SERVER_ID: &str = "jRaftServerId";
     pub const JRAFT_INIT_CONF: &str = "jRaftInitConf";
     pub const JRAFT_RPC_ADDR: &str = "jRaftControllerRPCAddr";
 }
 
-/// Every key this controller reads. Some are also NameServer keys (`scanNotActiveBrokerInterval`,
-/// `configBlackList`): Java hands the whole file to both, and so must an embedding server.
-pub const KNOWN: &[&str] = &[
-    keys::GROUP,
-    keys::PEERS,
-    keys::SELF_ID,
-    keys::STORE_PATH,
-    keys::TYPE,
-    keys::ELECT_UNCLEAN,
-    keys::NOTIFY,
-    keys::SCAN_NOT_ACTIVE,
-    keys::SCAN_INACTIVE_MASTER,
-    keys::ELECT_RETRIES,
-    keys::BLACK_LIST,
-    keys::SNAPSHOT_EVERY,
-    keys::RAFT_HEARTBEAT,
-    keys::ELECTION_TIMEOUT,
-    keys::MAX_CONNECTIONS,
-    keys::MAX_CONNECTIONS_PER_ADDRESS,
-    keys::FIRST_FRAME_TIMEOUT,
-    keys::IDLE_TIMEOUT,
-    keys::MAX_FRAME_LENGTH,
-    keys::JRAFT_GROUP,
-    keys::JRAFT_SERVER_ID,
-    keys::JRAFT_INIT_CONF,
-    keys::JRAFT_RPC_ADDR,
-];
+/// Every key this controller reads.
+pub const KNOWN: &[&str] = ControllerKeys::KEYS;
 
 /// Keys a remote UPDATE_CONTROLLER_CONFIG may never change, whatever the configured blacklist
 /// says: where the node keeps its state and who its peers are cannot change under a running group.
@@ -147,19 +151,45 @@ pub const ALWAYS_BLACKLISTED: &[&str] = &[
 ];
 
 impl ControllerConfig {
-    /// Reads the keys from `get`; `home` is where Java puts the store by default.
+    /// Reads the keys of a config file; `home` is where Java puts the store by default. A key
+    /// of the table whose value does not convert is refused with the key named (Java would
+    /// silently keep the default); values are trimmed first, so that a trailing blank is not
+    /// what refuses a file.
     pub fn from_properties(props: &[(String, String)], home: &Path) -> Result<Self, ConfigError> {
-        let all: BTreeMap<String, String> = props.iter().cloned().collect();
-        let get = |k: &str| value(&all, k);
-        let jraft = get(keys::TYPE).is_some_and(|t| t.eq_ignore_ascii_case("jRaft"));
+        let mut table = ControllerKeys::with_defaults();
+        let mut extras = BTreeMap::new();
+        for (k, v) in props {
+            match table.set(k, v.trim()) {
+                Binding::Bound => {}
+                Binding::Invalid(key) => {
+                    return Err(ConfigError::Invalid {
+                        key,
+                        value: v.clone(),
+                    })
+                }
+                Binding::Unknown => {
+                    extras.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        Self::derive(table, extras, home)
+    }
+
+    /// The running settings from the table's values.
+    fn derive(
+        table: ControllerKeys,
+        extras: BTreeMap<String, String>,
+        home: &Path,
+    ) -> Result<Self, ConfigError> {
+        let jraft = table.controller_type.eq_ignore_ascii_case("jRaft");
         let (group, mut peers, self_id) = if jraft {
-            jraft_peers(&all)?
+            jraft_peers(&table)?
         } else {
-            let group = get(keys::GROUP)
+            let group = given(&table.group)
                 .unwrap_or("DefaultControllerGroup")
                 .to_string();
-            let peers = parse_peers(get(keys::PEERS).ok_or(ConfigError::Missing(keys::PEERS))?)?;
-            let self_id = get(keys::SELF_ID)
+            let peers = parse_peers(given(&table.peers).ok_or(ConfigError::Missing(keys::PEERS))?)?;
+            let self_id = given(&table.self_id)
                 .ok_or(ConfigError::Missing(keys::SELF_ID))?
                 .to_string();
             (group, peers, self_id)
@@ -169,7 +199,7 @@ impl ControllerConfig {
         if !peers.iter().any(|p| p.id == self_id) {
             return Err(ConfigError::SelfNotAPeer(self_id));
         }
-        let store_path = get(keys::STORE_PATH).map_or_else(
+        let store_path = given(&table.store_path).map_or_else(
             || {
                 home.join(if jraft {
                     "jRaftController"
@@ -179,47 +209,35 @@ impl ControllerConfig {
             },
             PathBuf::from,
         );
-        let bool_of =
-            |k: &str, default: bool| get(k).map_or(default, |v| v.eq_ignore_ascii_case("true"));
-        let num_of = |k: &'static str, default: u64| -> Result<u64, ConfigError> {
-            get(k).map_or(Ok(default), |v| {
-                v.parse().map_err(|_| ConfigError::Invalid {
-                    key: k,
-                    value: v.to_string(),
-                })
-            })
-        };
-        let heartbeat = num_of(keys::RAFT_HEARTBEAT, 250)?.clamp(50, 10_000);
+        let heartbeat = table.raft_heartbeat_interval_ms.clamp(50, 10_000);
         Ok(ControllerConfig {
             group,
             peers,
             self_id,
             store_path,
-            elect_unclean_master: bool_of(keys::ELECT_UNCLEAN, false),
-            notify_broker_role_changed: bool_of(keys::NOTIFY, true),
-            scan_not_active_broker_interval_ms: num_of(keys::SCAN_NOT_ACTIVE, 5_000)?.max(100),
-            scan_inactive_master_interval_ms: num_of(keys::SCAN_INACTIVE_MASTER, 5_000)?.max(100),
-            elect_master_max_retry_count: num_of(keys::ELECT_RETRIES, 3)?.clamp(1, 100) as u32,
-            snapshot_every_entries: num_of(keys::SNAPSHOT_EVERY, 5_000)?.max(1),
+            elect_unclean_master: table.enable_elect_unclean_master,
+            notify_broker_role_changed: table.notify_broker_role_changed,
+            scan_not_active_broker_interval_ms: table.scan_not_active_broker_interval.max(100),
+            scan_inactive_master_interval_ms: table.scan_inactive_master_interval.max(100),
+            elect_master_max_retry_count: table.elect_master_max_retry_count.clamp(1, 100) as u32,
+            snapshot_every_entries: table.snapshot_every_entries.max(1),
             raft_heartbeat_interval_ms: heartbeat,
             // Three heartbeats at least, or a follower would stand between two of them.
-            election_timeout_ms: num_of(keys::ELECTION_TIMEOUT, 750)?.max(3 * heartbeat),
-            config_black_list: get(keys::BLACK_LIST)
-                .unwrap_or("configBlackList;configStorePath")
-                .to_string(),
+            election_timeout_ms: table.election_timeout_ms.max(3 * heartbeat),
             port: PortLimits {
-                max_connections: num_of(keys::MAX_CONNECTIONS, 1024)?.clamp(16, 1_000_000) as i64,
-                max_connections_per_address: num_of(keys::MAX_CONNECTIONS_PER_ADDRESS, 0)?
-                    .min(1_000_000) as i64,
-                first_frame_timeout_s: num_of(keys::FIRST_FRAME_TIMEOUT, 30)?.clamp(1, 3_600),
-                idle_timeout_s: num_of(keys::IDLE_TIMEOUT, 120)?.clamp(1, 86_400),
-                max_frame_length: num_of(
-                    keys::MAX_FRAME_LENGTH,
-                    rocketmq_wire::frame::DEFAULT_MAX_FRAME as u64,
-                )?
-                .clamp(4 << 20, i32::MAX as u64) as usize,
+                max_connections: table.server_max_connections.clamp(16, 1_000_000),
+                max_connections_per_address: table
+                    .server_max_connections_per_address
+                    .min(1_000_000),
+                first_frame_timeout_s: table.server_first_frame_timeout_seconds.clamp(1, 3_600),
+                idle_timeout_s: table.server_channel_max_idle_time_seconds.clamp(1, 86_400),
+                max_frame_length: table
+                    .server_max_frame_length
+                    .clamp(4 << 20, i32::MAX as u64) as usize,
             },
-            all,
+            blacklist: Blacklist::new(ALWAYS_BLACKLISTED, &[], &table.config_black_list),
+            table,
+            extras,
         })
     }
 
@@ -248,83 +266,54 @@ impl ControllerConfig {
     }
 
     pub fn is_blacklisted(&self, key: &str) -> bool {
-        ALWAYS_BLACKLISTED.contains(&key)
-            || self
-                .config_black_list
-                .split(';')
-                .map(str::trim)
-                .any(|k| !k.is_empty() && k == key)
+        self.blacklist.refuses(key)
     }
 
     /// Applies a remote update (already checked against the blacklist): the settings that can
-    /// change at run time take effect, every key is listed afterwards.
+    /// change at run time take effect, every key is listed afterwards. A value that does not
+    /// convert changes nothing, as Java's binding leaves the setting alone.
     pub fn apply_update(&mut self, props: &[(String, String)]) {
-        let mut merged: Vec<(String, String)> = self.all.clone().into_iter().collect();
-        merged.extend(props.iter().cloned());
-        let home = PathBuf::new();
-        if let Ok(mut updated) = ControllerConfig::from_properties(&merged, &home) {
-            updated.store_path = self.store_path.clone();
-            updated.peers = self.peers.clone();
-            updated.self_id = self.self_id.clone();
-            updated.group = self.group.clone();
-            *self = updated;
-        } else {
-            // An unparsable number is kept as text (Java would fail the same way on restart) but
-            // the running settings stay as they were.
-            self.all.extend(props.iter().cloned());
+        let mut table = self.table.clone();
+        let mut extras = self.extras.clone();
+        for (k, v) in props {
+            if table.set(k, v.trim()) == Binding::Unknown {
+                extras.insert(k.clone(), v.clone());
+            }
+        }
+        if let Ok(updated) = Self::derive(table, extras, &self.store_path) {
+            // The group, its members, the store and the fixed keys stay as the node started.
+            *self = ControllerConfig {
+                group: self.group.clone(),
+                peers: self.peers.clone(),
+                self_id: self.self_id.clone(),
+                store_path: self.store_path.clone(),
+                raft_heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
+                election_timeout_ms: self.election_timeout_ms,
+                port: self.port,
+                blacklist: self.blacklist.clone(),
+                ..updated
+            };
         }
     }
 
-    /// `key=value` lines of every setting, sorted by key, as GET_CONTROLLER_CONFIG answers.
+    /// `key=value` lines of every setting, sorted by key, as GET_CONTROLLER_CONFIG answers:
+    /// the table's values as given, with what the node derived for the group, its id, the
+    /// store and the members (Java lists the values its config object holds).
     pub fn listing(&self) -> String {
-        let mut all = self.all.clone();
-        let defaults = [
-            (keys::GROUP, self.group.clone()),
-            (keys::SELF_ID, self.self_id.clone()),
-            (keys::STORE_PATH, self.store_path.display().to_string()),
-            (keys::ELECT_UNCLEAN, self.elect_unclean_master.to_string()),
-            (keys::NOTIFY, self.notify_broker_role_changed.to_string()),
-            (
-                keys::SCAN_NOT_ACTIVE,
-                self.scan_not_active_broker_interval_ms.to_string(),
-            ),
-            (
-                keys::SCAN_INACTIVE_MASTER,
-                self.scan_inactive_master_interval_ms.to_string(),
-            ),
-            (
-                keys::ELECT_RETRIES,
-                self.elect_master_max_retry_count.to_string(),
-            ),
-            (
-                keys::SNAPSHOT_EVERY,
-                self.snapshot_every_entries.to_string(),
-            ),
-            (
-                keys::RAFT_HEARTBEAT,
-                self.raft_heartbeat_interval_ms.to_string(),
-            ),
-            (keys::ELECTION_TIMEOUT, self.election_timeout_ms.to_string()),
-            (keys::BLACK_LIST, self.config_black_list.clone()),
-            (keys::MAX_CONNECTIONS, self.port.max_connections.to_string()),
-            (
-                keys::MAX_CONNECTIONS_PER_ADDRESS,
-                self.port.max_connections_per_address.to_string(),
-            ),
-            (
-                keys::FIRST_FRAME_TIMEOUT,
-                self.port.first_frame_timeout_s.to_string(),
-            ),
-            (keys::IDLE_TIMEOUT, self.port.idle_timeout_s.to_string()),
-            (
-                keys::MAX_FRAME_LENGTH,
-                self.port.max_frame_length.to_string(),
-            ),
-        ];
-        for (k, v) in defaults {
-            all.insert(k.to_string(), v);
+        let mut all: BTreeMap<&str, String> = self
+            .extras
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        for (k, v) in self.table.entries() {
+            if let Some(v) = v {
+                all.insert(k, v);
+            }
         }
-        all.entry(keys::PEERS.to_string()).or_insert_with(|| {
+        all.insert(keys::GROUP, self.group.clone());
+        all.insert(keys::SELF_ID, self.self_id.clone());
+        all.insert(keys::STORE_PATH, self.store_path.display().to_string());
+        all.entry(keys::PEERS).or_insert_with(|| {
             self.peers
                 .iter()
                 .map(|p| format!("{}-{}", p.id, p.addr))
@@ -333,13 +322,13 @@ impl ControllerConfig {
         });
         // Escaped as Java writes properties: a value holding a line break must come back as
         // one value, not as a key of its own.
-        rocketmq_wire::properties::write(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        rocketmq_wire::properties::write(all.iter().map(|(k, v)| (*k, v.as_str())))
     }
 }
 
-/// A key's value, blank counting as absent, as Java's setters see an empty property.
-fn value<'a>(all: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
-    all.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
+/// A string key's value, blank counting as absent, as Java's setters see an empty property.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
 }
 
 /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868`: the id ends at the first `-`, the address follows.
@@ -372,8 +361,7 @@ pub fn parse_peers(text: &str) -> Result<Vec<Peer>, ConfigError> {
 /// The JRaft flavour names its members by their Raft address (`jRaftInitConf`, `jRaftServerId`)
 /// and lists the addresses brokers use in the same order (`jRaftControllerRPCAddr`). Our nodes
 /// talk Raft on the broker address too, so a member is its RPC address, named `n<position>`.
-fn jraft_peers(all: &BTreeMap<String, String>) -> Result<(String, Vec<Peer>, String), ConfigError> {
-    let get = |k: &str| value(all, k);
+fn jraft_peers(table: &ControllerKeys) -> Result<(String, Vec<Peer>, String), ConfigError> {
     let split = |v: &str| -> Vec<String> {
         v.split(',')
             .map(str::trim)
@@ -381,11 +369,14 @@ fn jraft_peers(all: &BTreeMap<String, String>) -> Result<(String, Vec<Peer>, Str
             .map(String::from)
             .collect()
     };
-    let init =
-        split(get(keys::JRAFT_INIT_CONF).unwrap_or("localhost:9880,localhost:9881,localhost:9882"));
-    let rpc =
-        split(get(keys::JRAFT_RPC_ADDR).unwrap_or("localhost:9770,localhost:9771,localhost:9772"));
-    let server = get(keys::JRAFT_SERVER_ID).unwrap_or("localhost:9880");
+    let init = split(
+        given(&table.jraft_init_conf).unwrap_or("localhost:9880,localhost:9881,localhost:9882"),
+    );
+    let rpc = split(
+        given(&table.jraft_controller_rpc_addr)
+            .unwrap_or("localhost:9770,localhost:9771,localhost:9772"),
+    );
+    let server = given(&table.jraft_server_id).unwrap_or("localhost:9880");
     if init.len() != rpc.len() || init.is_empty() {
         return Err(ConfigError::Invalid {
             key: keys::JRAFT_RPC_ADDR,
@@ -404,7 +395,7 @@ fn jraft_peers(all: &BTreeMap<String, String>) -> Result<(String, Vec<Peer>, Str
             addr: addr.clone(),
         })
         .collect();
-    let group = get(keys::JRAFT_GROUP)
+    let group = given(&table.jraft_group_id)
         .unwrap_or("jRaft-Controller")
         .to_string();
     Ok((group, peers, format!("n{position}")))
@@ -579,5 +570,29 @@ mod tests {
         assert!(c.elect_unclean_master);
         assert_eq!(c.store_path, PathBuf::from("/h/DLedgerController"));
         assert!(c.listing().contains("enableElectUncleanMaster=true\n"));
+    }
+
+    #[test]
+    fn a_number_that_does_not_convert_is_refused_at_start_and_ignored_in_an_update() {
+        let base = [
+            ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
+            ("controllerDLegerSelfId", "n0"),
+        ];
+        let mut bad = base.to_vec();
+        bad.push(("scanNotActiveBrokerInterval", "5s"));
+        assert_eq!(
+            ControllerConfig::from_properties(&props(&bad), Path::new("/h")).unwrap_err(),
+            ConfigError::Invalid {
+                key: "scanNotActiveBrokerInterval",
+                value: "5s".into()
+            }
+        );
+        let mut blank = base.to_vec();
+        blank.push(("scanNotActiveBrokerInterval", "2000 "));
+        let mut c = ControllerConfig::from_properties(&props(&blank), Path::new("/h")).unwrap();
+        assert_eq!(c.scan_not_active_broker_interval_ms, 2000);
+        c.apply_update(&props(&[("scanNotActiveBrokerInterval", "soon")]));
+        assert_eq!(c.scan_not_active_broker_interval_ms, 2000);
+        assert!(c.listing().contains("scanNotActiveBrokerInterval=2000\n"));
     }
 }

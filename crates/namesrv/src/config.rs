@@ -1,95 +1,10 @@
 //! Server configuration: the Java NameServer's properties keys with their defaults, binding
 //! rules, the remembered extra keys, the update blacklist and the sorted listing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A config value as Java's property binding converts it.
-trait ConfigValue: Sized {
-    fn parse(text: &str) -> Option<Self>;
-    fn render(&self) -> Option<String>;
-}
-
-/// Java parses numbers without trimming: a trailing space makes the value invalid.
-macro_rules! numeric_config_value {
-    ($($t:ty),*) => {$(
-        impl ConfigValue for $t {
-            fn parse(text: &str) -> Option<Self> {
-                text.parse().ok()
-            }
-            fn render(&self) -> Option<String> {
-                Some(self.to_string())
-            }
-        }
-    )*};
-}
-
-numeric_config_value!(i32, i64);
-
-impl ConfigValue for bool {
-    fn parse(text: &str) -> Option<Self> {
-        Some(text.eq_ignore_ascii_case("true"))
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl ConfigValue for String {
-    fn parse(text: &str) -> Option<Self> {
-        Some(text.trim().to_string())
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.clone())
-    }
-}
-
-impl ConfigValue for Option<String> {
-    fn parse(text: &str) -> Option<Self> {
-        Some(Some(text.trim().to_string()))
-    }
-    fn render(&self) -> Option<String> {
-        self.clone()
-    }
-}
-
-macro_rules! server_config {
-    (defaults($home:ident, $rocketmq_home:ident) { $($key:literal => $field:ident : $ty:ty = $default:expr;)* }) => {
-        /// Every key of NamesrvConfig and NettyServerConfig, under its Java property name.
-        #[derive(Clone, Debug, PartialEq)]
-        pub struct ServerConfig {
-            $(pub $field: $ty,)*
-        }
-
-        impl ServerConfig {
-            fn with_defaults($home: &Path, $rocketmq_home: Option<String>) -> Self {
-                ServerConfig { $($field: $default,)* }
-            }
-
-            /// Applies one property; false if the key is not a config key. A value that does
-            /// not convert is ignored, as Java ignores it.
-            pub fn set(&mut self, key: &str, value: &str) -> bool {
-                match key {
-                    $($key => {
-                        if let Some(v) = <$ty as ConfigValue>::parse(value) {
-                            self.$field = v;
-                        }
-                        true
-                    })*
-                    _ => false,
-                }
-            }
-
-            fn entries(&self) -> Vec<(&'static str, Option<String>)> {
-                vec![$(($key, self.$field.render()),)*]
-            }
-
-            pub fn is_known_key(key: &str) -> bool {
-                matches!(key, $($key)|*)
-            }
-        }
-    };
-}
+use rocketmq_wire::key_table::{Binding, Blacklist};
 
 impl ServerConfig {
     /// A key's value as the listing shows it; `None` for an unknown key or an unset value.
@@ -101,7 +16,9 @@ impl ServerConfig {
     }
 }
 
-server_config! { defaults(home, rocketmq_home) {
+rocketmq_wire::key_table! {
+    /// Every key of NamesrvConfig and NettyServerConfig, under its Java property name.
+    pub struct ServerConfig(home: &Path, rocketmq_home: Option<String>) {
     "rocketmqHome" => rocketmq_home: Option<String> = rocketmq_home;
     "kvConfigPath" => kv_config_path: String = home.join("namesrv").join("kvConfig.json").display().to_string();
     "configStorePath" => config_store_path: String = home.join("namesrv").join("namesrv.properties").display().to_string();
@@ -158,7 +75,8 @@ server_config! { defaults(home, rocketmq_home) {
     "logDir" => log_dir: String = home.join("logs").join("rocketmqlogs").display().to_string();
     "routeSnapshotPath" => route_snapshot_path: String = home.join("namesrv").join("routeSnapshot.json").display().to_string();
     "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
-}}
+}
+}
 
 /// Keys that can never be changed remotely, whatever `configBlackList` says: any access key
 /// may send UPDATE_NAMESRV_CONFIG (a broker's included), so nothing it sets may weaken the
@@ -187,7 +105,7 @@ const ALWAYS_BLACKLISTED: [&str; 11] = [
 
 /// TLS settings decide whether traffic is encrypted and peers verified, and name certificate
 /// and key files: every key under this prefix is refused, including ones added later.
-const ALWAYS_BLACKLISTED_PREFIX: &str = "tls.";
+const ALWAYS_BLACKLISTED_PREFIXES: &[&str] = &["tls."];
 
 /// The effective configuration plus what Java also remembers: unknown keys of the config file,
 /// and the blacklist fixed at start.
@@ -195,7 +113,7 @@ const ALWAYS_BLACKLISTED_PREFIX: &str = "tls.";
 pub struct Settings {
     pub server: ServerConfig,
     extras: BTreeMap<String, String>,
-    blacklist: BTreeSet<String>,
+    blacklist: Blacklist,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +122,15 @@ pub enum ConfigError {
     Read(PathBuf, std::io::Error),
     #[error("cannot parse properties: {0}")]
     Parse(String),
+}
+
+/// The blacklist a server started with these settings keeps until it stops.
+fn blacklist_of(server: &ServerConfig) -> Blacklist {
+    Blacklist::new(
+        &ALWAYS_BLACKLISTED,
+        ALWAYS_BLACKLISTED_PREFIXES,
+        &server.config_black_list,
+    )
 }
 
 /// Parses Java `.properties` text.
@@ -215,38 +142,26 @@ impl Settings {
     /// Defaults for a user whose home is `home`, with `ROCKETMQ_HOME` if set.
     pub fn defaults(home: &Path, rocketmq_home: Option<String>) -> Self {
         let server = ServerConfig::with_defaults(home, rocketmq_home);
-        let mut settings = Settings {
+        let blacklist = blacklist_of(&server);
+        Settings {
             server,
             extras: BTreeMap::new(),
-            blacklist: BTreeSet::new(),
-        };
-        settings.fix_blacklist();
-        settings
+            blacklist,
+        }
     }
 
     /// Loads a properties file as `-c` does: it becomes where config updates are persisted.
     pub fn load_file(&mut self, path: &Path) -> Result<(), ConfigError> {
         let bytes = std::fs::read(path).map_err(|e| ConfigError::Read(path.to_path_buf(), e))?;
         for (k, v) in parse_properties(&bytes)? {
-            if !self.server.set(&k, &v) {
+            // A value that does not convert is ignored, as Java ignores it.
+            if self.server.set(&k, &v) == Binding::Unknown {
                 self.extras.insert(k, v);
             }
         }
         self.server.config_store_path = path.display().to_string();
-        self.fix_blacklist();
+        self.blacklist = blacklist_of(&self.server);
         Ok(())
-    }
-
-    fn fix_blacklist(&mut self) {
-        self.blacklist = ALWAYS_BLACKLISTED.iter().map(|k| k.to_string()).collect();
-        self.blacklist.extend(
-            self.server
-                .config_black_list
-                .split(';')
-                .map(str::trim)
-                .filter(|k| !k.is_empty())
-                .map(String::from),
-        );
     }
 
     /// What the embedded controller reads: every key of the config file that is not a server
@@ -272,15 +187,14 @@ impl Settings {
     }
 
     pub fn blacklisted<'a>(&self, keys: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-        keys.into_iter()
-            .find(|k| self.blacklist.contains(*k) || k.starts_with(ALWAYS_BLACKLISTED_PREFIX))
+        self.blacklist.first_refused(keys)
     }
 
     /// Applies a remote update (already checked against the blacklist): config keys are bound,
     /// remembered extra keys updated, anything else ignored.
     pub fn apply_update(&mut self, props: &[(String, String)]) {
         for (k, v) in props {
-            if !self.server.set(k, v) {
+            if self.server.set(k, v) == Binding::Unknown {
                 if let Some(slot) = self.extras.get_mut(k) {
                     *slot = v.clone();
                 }
@@ -419,7 +333,10 @@ mod tests {
     #[test]
     fn binding_follows_java_conversions() {
         let mut s = Settings::defaults(Path::new("/h"), None);
-        assert!(s.server.set("listenPort", "10000 "));
+        assert_eq!(
+            s.server.set("listenPort", "10000 "),
+            Binding::Invalid("listenPort")
+        );
         assert_eq!(
             s.server.listen_port, 9876,
             "ints are parsed without trimming"
@@ -428,7 +345,7 @@ mod tests {
         assert!(s.server.order_message_enable);
         s.server.set("productEnvName", "  test ");
         assert_eq!(s.server.product_env_name, "test");
-        assert!(!s.server.set("noSuchKey", "1"));
+        assert_eq!(s.server.set("noSuchKey", "1"), Binding::Unknown);
         assert!(!s.listing().contains("rocketmqHome"));
     }
 

@@ -9,6 +9,8 @@
 //! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
 //! - [`codes`]: the request, response and language codes, and the version ordinals;
 //! - [`properties`]: Java `.properties` text, as config files and config bodies carry it;
+//! - [`key_table`]: the table of keys, types and defaults a server's settings are declared with,
+//!   and the keys remote updates may never change;
 //! - [`error`]: undecodable frames (which close their connection) and misshapen bodies;
 //! - [`clock`]: the wall clock in Java's signed epoch milliseconds;
 //! - [`client`]: a small async client for tools, tests and the servers' outbound calls;
@@ -26,6 +28,7 @@ pub mod frame;
 pub mod header;
 pub mod headers;
 pub mod json;
+pub mod key_table;
 pub mod listener;
 pub mod properties;
 
