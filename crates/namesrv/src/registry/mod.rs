@@ -11,13 +11,27 @@
 //! Bodies are built and stored under the registry's read lock, and mutations drop them under
 //! its write lock, so a body built from state that a mutation has since changed is never
 //! stored after that mutation dropped the topic.
+//!
+//! - `tables`: the [`Registry`] and its plain data, its reads, snapshot restore and change log;
+//! - `registration`: a broker registering, and what its next registration is compared with;
+//! - `departures`: unregistration, closed connections, expiry and liveness deadlines;
+//! - `topic_changes`: the recorded topic mutations and the admin requests that change topics;
+//! - `routes`: a topic's route assembled from the tables;
+//! - `queues`: one topic's queue data, held compactly;
+//! - `topic_table`: the topic table in copy-on-write shards;
+//! - `rules`: the registry's tests, rule by rule and as property tests over the route cache;
+//! - `interleavings`: brokers and housekeeping over thread interleavings (shuttle).
 
+mod departures;
 #[cfg(test)]
 mod interleavings;
 mod queues;
+mod registration;
+mod routes;
 #[cfg(test)]
 mod rules;
 mod tables;
+mod topic_changes;
 mod topic_table;
 
 use std::collections::HashSet;
@@ -32,12 +46,12 @@ use rocketmq_wire::json::JsonStyle;
 
 use crate::events::EventLog;
 
+pub use departures::{Expired, Expiry, Unregistered, Unregistration, UNFENCED};
 pub use queues::TopicQueues;
-pub use tables::{
-    BrokerAddrKey, BrokerLive, Changes, ConnId, Expired, Expiry, Fingerprint, MinIdNotice,
-    RegisterOutcome, RegisterPolicy, Registrant, Registration, Registry, TableBase, Unregistered,
-    Unregistration, PERM_WRITE, UNFENCED,
+pub use registration::{
+    Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
 };
+pub use tables::{BrokerAddrKey, BrokerLive, Changes, ConnId, Registry, PERM_WRITE};
 pub use topic_table::TopicSnapshot;
 
 /// What a route depends on besides the registry.
