@@ -60,6 +60,75 @@ pub struct RouteExtras {
     pub order_topic_conf: Option<String>,
 }
 
+/// A REGISTER_BROKER request as [`RouteTable::register_broker`] reads it: its body only when
+/// the registration is not a repeat, and then as the registry asks.
+pub trait RegisterRequest {
+    type Error: From<WholeRefused>;
+
+    /// Identifies the request's headers but the body's checksum: a body is read as a difference
+    /// only from a table that came with the same. Asked once, past the repeat.
+    fn headers(&self) -> Fingerprint;
+
+    /// Whether the body may be read as its difference from the broker's previous table.
+    fn by_difference(&self) -> bool;
+
+    /// Reads the body (as its difference from `base` when there is one, else whole) and applies
+    /// the registration read with `apply`. Reading and applying are one step so that a reader
+    /// that moves a large read off the async workers moves its application with it, and can give
+    /// memory back once the registry has consumed the body.
+    fn read(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Self::Error>;
+}
+
+/// Applies a registration that [`RegisterRequest::read`] read.
+pub struct Apply<'a> {
+    table: &'a RouteTable,
+    from: &'a Registrant,
+    headers: Fingerprint,
+    fingerprint: Fingerprint,
+    policy: RegisterPolicy,
+}
+
+impl Apply<'_> {
+    /// Who registers, for the registration's `from`.
+    pub fn from(&self) -> &Registrant {
+        self.from
+    }
+
+    /// [`RegisterRequest::headers`], for the registration's `headers`.
+    pub fn headers(&self) -> Fingerprint {
+        self.headers
+    }
+
+    /// Applies `reg`, remembering it for the broker's next registration.
+    pub fn run(self, reg: Registration) -> Applied {
+        Applied(self.table.register(reg, self.policy, self.fingerprint))
+    }
+}
+
+/// What [`Apply::run`] did: nothing when it was given a difference from a table that is no
+/// longer the broker's last.
+pub struct Applied(Option<(RegisterOutcome, Option<MinIdNotice>)>);
+
+/// A registration read whole was refused, which only a difference may be.
+#[derive(Debug)]
+pub struct WholeRefused;
+
+impl std::fmt::Display for WholeRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a whole registration was refused")
+    }
+}
+
+/// What [`RouteTable::register_broker`] did.
+#[derive(Debug)]
+pub struct Registered {
+    pub outcome: RegisterOutcome,
+    /// The NOTIFY_MIN_BROKER_ID_CHANGE to send.
+    pub notice: Option<MinIdNotice>,
+    /// Whether it repeated the broker's last registration, its body unread.
+    pub repeat: bool,
+}
+
 type BodyCache = DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>;
 
 #[derive(Default)]
@@ -169,12 +238,62 @@ impl RouteTable {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Registers a broker as cheaply as its registration allows: a repeat of its last one is
+    /// applied without reading the body; else, when `request` allows, the body is read as its
+    /// difference from the table the broker registered last; else, or when that difference is
+    /// refused, it is read whole.
+    pub fn register_broker<R: RegisterRequest>(
+        &self,
+        from: &Registrant,
+        fingerprint: Fingerprint,
+        policy: RegisterPolicy,
+        request: R,
+    ) -> Result<Registered, R::Error> {
+        // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
+        // registration is not decoded again.
+        if let Some(outcome) = self.repeat(from, fingerprint) {
+            return Ok(Registered {
+                outcome,
+                notice: None,
+                repeat: true,
+            });
+        }
+        let headers = request.headers();
+        let apply = || Apply {
+            table: self,
+            from,
+            headers,
+            fingerprint,
+            policy,
+        };
+        let base = request
+            .by_difference()
+            .then(|| self.table_base(from, headers))
+            .flatten();
+        if let Some(base) = base {
+            if let Applied(Some((outcome, notice))) = request.read(Some(base), apply())? {
+                return Ok(Registered {
+                    outcome,
+                    notice,
+                    repeat: false,
+                });
+            }
+        }
+        let Applied(applied) = request.read(None, apply())?;
+        let (outcome, notice) = applied.ok_or(WholeRefused)?;
+        Ok(Registered {
+            outcome,
+            notice,
+            repeat: false,
+        })
+    }
+
     /// Registers a broker, remembering the registration for `repeat` and `table_base`. Which
     /// queues change is worked out while route lookups go on; only applying them takes the
     /// write lock. `None` when the registration holds only changes from a table that is no
     /// longer the broker's last (another registration or a change to its group came first):
     /// its body must be read whole.
-    pub fn register(
+    fn register(
         &self,
         reg: Registration,
         policy: RegisterPolicy,
@@ -206,13 +325,13 @@ impl RouteTable {
     }
 
     /// What a broker's next registration with these headers may be read against.
-    pub fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
+    fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
         self.read(|r| r.table_base(reg, headers))
     }
 
     /// Applies a registration that repeats the broker's previous one while its group is as that
     /// one left it; `None` if it must take the full path.
-    pub fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
+    fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
         self.change(|r| r.repeat(reg, fingerprint))
     }
 
