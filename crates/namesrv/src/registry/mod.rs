@@ -19,7 +19,7 @@
 //! - `routes`: a topic's route assembled from the tables;
 //! - `queues`: one topic's queue data, held compactly;
 //! - `topic_table`: the topic table in copy-on-write shards;
-//! - `rules`: the registry's tests, rule by rule and as property tests over the route cache;
+//! - `tests`: the registry's rules case by case, and property tests of the route cache;
 //! - `interleavings`: brokers and housekeeping over thread interleavings (shuttle).
 
 mod departures;
@@ -28,9 +28,9 @@ mod interleavings;
 mod queues;
 mod registration;
 mod routes;
-#[cfg(test)]
-mod rules;
 mod tables;
+#[cfg(test)]
+mod tests;
 mod topic_changes;
 mod topic_table;
 
@@ -432,73 +432,4 @@ fn assemble(registry: &Registry, topic: &str, extras: RouteExtras) -> Option<Top
     let mut route = registry.route(topic, extras.acting_master)?;
     route.order_topic_conf = extras.order_topic_conf;
     Some(route)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use rocketmq_wire::body::{BrokerData, QueueData};
-
-    use super::*;
-
-    fn table(topics: &[(&str, i32)]) -> RouteTable {
-        let mut registry = Registry::default();
-        registry.restore_group(BrokerData {
-            cluster: "c".into(),
-            broker_name: "b".into(),
-            broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
-            ..Default::default()
-        });
-        for (topic, queues) in topics {
-            let qd = QueueData {
-                broker_name: "b".into(),
-                read_queue_nums: *queues,
-                write_queue_nums: *queues,
-                perm: 6,
-                topic_sys_flag: 0,
-            };
-            registry.set_queues(topic, &qd);
-        }
-        RouteTable::with_registry(registry)
-    }
-
-    fn body(table: &RouteTable, topic: &str) -> Bytes {
-        let extras = || RouteExtras {
-            acting_master: false,
-            order_topic_conf: None,
-        };
-        table
-            .route_body(topic, JsonStyle::Standard, extras)
-            .unwrap()
-    }
-
-    #[test]
-    fn topics_with_the_same_route_share_one_body() {
-        let t = table(&[("a", 8), ("b", 8), ("c", 4)]);
-        let (a, b, c) = (body(&t, "a"), body(&t, "b"), body(&t, "c"));
-        assert_eq!(a, b);
-        assert_eq!(a.as_ptr(), b.as_ptr());
-        assert_ne!(a, c);
-        t.invalidate();
-        let rebuilt = body(&t, "b");
-        assert_eq!(rebuilt, a);
-        assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
-    }
-
-    #[test]
-    fn the_set_of_distinct_bodies_stays_bounded() {
-        let topics: Vec<(String, i32)> = (0..DISTINCT_KEPT as i32 + 500)
-            .map(|i| (format!("t{i}"), i + 1))
-            .collect();
-        let refs: Vec<(&str, i32)> = topics.iter().map(|(t, q)| (t.as_str(), *q)).collect();
-        let t = table(&refs);
-        for (topic, _) in &refs {
-            body(&t, topic);
-        }
-        let kept = t.distinct.lock().len();
-        assert!(kept <= DISTINCT_KEPT.max(refs.len()), "{kept} kept");
-        // Every body is still served from the cache.
-        assert_eq!(t.standard.len(), refs.len());
-    }
 }
