@@ -21,7 +21,8 @@ use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
 use crate::offload;
 use crate::registry::{
-    Fingerprint, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
+    Applied, Apply, Fingerprint, RegisterOutcome, RegisterPolicy, RegisterRequest, Registrant,
+    Registration, TableBase,
 };
 use crate::state::State;
 use rocketmq_wire::clock::now_ms;
@@ -49,7 +50,6 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             inflate_limit(s.server.max_frame_length),
         )
     };
-    let fingerprint = fingerprint(r);
     let from = Registrant {
         cluster: header.cluster_name.to_string(),
         broker_addr: header.broker_addr.to_string(),
@@ -58,25 +58,79 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
         conn: origin.conn,
         now_ms: now_ms(),
     };
-    // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
-    // registration is not decoded again.
-    if let Some(outcome) = state.routes.repeat(&from, fingerprint) {
-        state.metrics.registered(true);
-        return Ok(registered(state, r, outcome, return_order_conf));
-    }
     let compressed = header.compressed;
-    let headers = headers_fingerprint(r);
-    // A JSON table is read as its difference from the broker's previous one, which it may be
-    // unless a registration is the whole truth about the group's topics.
-    let by_difference =
-        !compressed && r.version >= version::V3_0_11 && !policy.delete_unlisted_topics;
-    let base = by_difference
-        .then(|| state.routes.table_base(&from, headers))
-        .flatten();
-    // Reads the body (as a difference from `base` when there is one) and applies it; `None`
-    // when the difference is refused and the body must be read whole.
-    let attempt = |base: Option<TableBase>| -> Result<_, Failure> {
-        let read = read_body(state, r, compressed, max_inflated, by_difference, base);
+    let request = Request {
+        state,
+        r,
+        // A JSON table may be read as its difference from the broker's previous one, unless a
+        // registration is the whole truth about the group's topics.
+        by_difference: !compressed
+            && r.version >= version::V3_0_11
+            && !policy.delete_unlisted_topics,
+        compressed,
+        max_inflated,
+        header,
+    };
+    let done = state
+        .routes
+        .register_broker(&from, fingerprint(r, Part::Whole), policy, request)?;
+    if !done.repeat && matches!(done.outcome, RegisterOutcome::Registered { .. }) {
+        state.admission.trust(origin.peer);
+    }
+    state.metrics.registered(done.repeat);
+    if let Some(notice) = done.notice {
+        notify::min_broker_id_changed(notice);
+    }
+    Ok(registered(state, r, done.outcome, return_order_conf))
+}
+
+/// Bodies up to this size are read whole on the connection's reader (a few hundred topics).
+const INLINE_READ: usize = 64 * 1024;
+
+/// A REGISTER_BROKER request, its body read on the connection's reader but for a large table
+/// read whole.
+struct Request<'a> {
+    state: &'a State,
+    r: &'a RemotingCommand,
+    by_difference: bool,
+    compressed: bool,
+    max_inflated: usize,
+    header: RegisterBrokerHeader<'a>,
+}
+
+impl RegisterRequest for Request<'_> {
+    type Error = Failure;
+
+    fn headers(&self) -> Fingerprint {
+        fingerprint(self.r, Part::Headers)
+    }
+
+    fn by_difference(&self) -> bool {
+        self.by_difference
+    }
+
+    fn read(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Failure> {
+        // Reading a table whole takes milliseconds from a few thousand topics on: not where
+        // route lookups wait.
+        if base.is_none() && self.r.body.as_ref().is_some_and(|b| b.len() > INLINE_READ) {
+            return offload::now(|| self.read_here(base, apply));
+        }
+        self.read_here(base, apply)
+    }
+}
+
+impl Request<'_> {
+    /// Reads the body on this thread and applies it.
+    fn read_here(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Failure> {
+        let r = self.r;
+        let read = read_body(
+            self.state,
+            r,
+            self.compressed,
+            self.max_inflated,
+            self.by_difference,
+            base,
+        );
         // Only large tables are worth a trim (a failed inflation may have been one): ordinary
         // re-registrations reuse the memory the previous one freed. Dropped after the body,
         // which the registry consumes.
@@ -86,16 +140,18 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
                     && r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
                     || read.body.wrapper.topic_configs.len() > LARGE_TABLE
             }
-            Err(_) => compressed,
+            Err(_) => self.compressed,
         };
         let _trim = large.then_some(ReleaseOnDrop);
         let read = read?;
+        let from = apply.from();
+        let header = &self.header;
         let registration = Registration {
             from: Registrant {
                 cluster: from.cluster.clone(),
                 broker_addr: from.broker_addr.clone(),
                 broker_name: from.broker_name.clone(),
-                ..from
+                ..*from
             },
             ha_server_addr: header.ha_server_addr.unwrap_or_default().to_string(),
             zone_name: header.zone_name.map(String::from),
@@ -105,37 +161,12 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
             version: r.version,
             listed: read.listed,
             changes_since: read.changes_since,
-            headers,
+            headers: apply.headers(),
             table: read.table,
         };
-        Ok(state.routes.register(registration, policy, fingerprint))
-    };
-    let applied = match base {
-        Some(base) => attempt(Some(base))?,
-        None => None,
-    };
-    let (outcome, notice) = match applied {
-        Some(applied) => Some(applied),
-        // Reading a table whole takes milliseconds from a few thousand topics on: not where
-        // route lookups wait. Whole, it is never refused.
-        None if r.body.as_ref().is_some_and(|b| b.len() > INLINE_READ) => {
-            offload::now(|| attempt(None))?
-        }
-        None => attempt(None)?,
+        Ok(apply.run(registration))
     }
-    .ok_or_else(|| Failure("a whole registration was refused".into()))?;
-    if matches!(outcome, RegisterOutcome::Registered { .. }) {
-        state.admission.trust(origin.peer);
-    }
-    state.metrics.registered(false);
-    if let Some(notice) = notice {
-        notify::min_broker_id_changed(notice);
-    }
-    Ok(registered(state, r, outcome, return_order_conf))
 }
-
-/// Bodies up to this size are read whole on the connection's reader (a few hundred topics).
-const INLINE_READ: usize = 64 * 1024;
 
 /// A register body as the registry takes it.
 struct ReadBody {
@@ -178,8 +209,19 @@ fn read_body(
     })
 }
 
-/// What identifies a registration: its protocol version, every header field and the body.
-fn fingerprint(r: &RemotingCommand) -> Fingerprint {
+/// What a registration's fingerprint covers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Everything that identifies it: applied again, it would change nothing.
+    Whole,
+    /// What identifies how its body is to be applied: all but the body and its checksum.
+    Headers,
+}
+
+/// Identifies `part` of a registration: its protocol version and header fields, and for the
+/// whole one its body.
+fn fingerprint(r: &RemotingCommand, part: Part) -> Fingerprint {
+    let whole = part == Part::Whole;
     let mut h = Xxh3::new();
     h.update(&r.version.to_le_bytes());
     let mut field = |bytes: &[u8]| {
@@ -187,27 +229,15 @@ fn fingerprint(r: &RemotingCommand) -> Fingerprint {
         h.update(bytes);
     };
     for (k, v) in r.ext_fields.iter().flatten() {
-        field(k.as_bytes());
-        field(v.as_bytes());
+        if whole || k != "bodyCrc32" {
+            field(k.as_bytes());
+            field(v.as_bytes());
+        }
     }
-    match r.body.as_deref() {
-        Some(body) => field(body),
-        None => h.update(b"no body"),
-    }
-    h.digest128()
-}
-
-/// What identifies how a registration's body is to be applied: its protocol version and every
-/// header field but the body's checksum.
-fn headers_fingerprint(r: &RemotingCommand) -> Fingerprint {
-    let mut h = Xxh3::new();
-    h.update(&r.version.to_le_bytes());
-    for (k, v) in r.ext_fields.iter().flatten() {
-        if k != "bodyCrc32" {
-            for bytes in [k.as_bytes(), v.as_bytes()] {
-                h.update(&(bytes.len() as u64).to_le_bytes());
-                h.update(bytes);
-            }
+    if whole {
+        match r.body.as_deref() {
+            Some(body) => field(body),
+            None => h.update(b"no body"),
         }
     }
     h.digest128()

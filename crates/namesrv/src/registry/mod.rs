@@ -11,13 +11,27 @@
 //! Bodies are built and stored under the registry's read lock, and mutations drop them under
 //! its write lock, so a body built from state that a mutation has since changed is never
 //! stored after that mutation dropped the topic.
+//!
+//! - `tables`: the [`Registry`] and its plain data, its reads, snapshot restore and change log;
+//! - `registration`: a broker registering, and what its next registration is compared with;
+//! - `departures`: unregistration, closed connections, expiry and liveness deadlines;
+//! - `topic_changes`: the recorded topic mutations and the admin requests that change topics;
+//! - `routes`: a topic's route assembled from the tables;
+//! - `queues`: one topic's queue data, held compactly;
+//! - `topic_table`: the topic table in copy-on-write shards;
+//! - `tests`: the registry's rules case by case, and property tests of the route cache;
+//! - `interleavings`: brokers and housekeeping over thread interleavings (shuttle).
 
+mod departures;
 #[cfg(test)]
 mod interleavings;
 mod queues;
-#[cfg(test)]
-mod rules;
+mod registration;
+mod routes;
 mod tables;
+#[cfg(test)]
+mod tests;
+mod topic_changes;
 mod topic_table;
 
 use std::collections::HashSet;
@@ -32,18 +46,87 @@ use rocketmq_wire::json::JsonStyle;
 
 use crate::events::EventLog;
 
+pub use departures::{Expired, Expiry, Unregistered, Unregistration, UNFENCED};
 pub use queues::TopicQueues;
-pub use tables::{
-    BrokerAddrKey, BrokerLive, Changes, ConnId, Expired, Expiry, Fingerprint, MinIdNotice,
-    RegisterOutcome, RegisterPolicy, Registrant, Registration, Registry, TableBase, Unregistered,
-    Unregistration, PERM_WRITE, UNFENCED,
+pub use registration::{
+    Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
 };
+pub use tables::{BrokerAddrKey, BrokerLive, Changes, ConnId, Registry, PERM_WRITE};
 pub use topic_table::TopicSnapshot;
 
 /// What a route depends on besides the registry.
 pub struct RouteExtras {
     pub acting_master: bool,
     pub order_topic_conf: Option<String>,
+}
+
+/// A REGISTER_BROKER request as [`RouteTable::register_broker`] reads it: its body only when
+/// the registration is not a repeat, and then as the registry asks.
+pub trait RegisterRequest {
+    type Error: From<WholeRefused>;
+
+    /// Identifies the request's headers but the body's checksum: a body is read as a difference
+    /// only from a table that came with the same. Asked once, past the repeat.
+    fn headers(&self) -> Fingerprint;
+
+    /// Whether the body may be read as its difference from the broker's previous table.
+    fn by_difference(&self) -> bool;
+
+    /// Reads the body (as its difference from `base` when there is one, else whole) and applies
+    /// the registration read with `apply`. Reading and applying are one step so that a reader
+    /// that moves a large read off the async workers moves its application with it, and can give
+    /// memory back once the registry has consumed the body.
+    fn read(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Self::Error>;
+}
+
+/// Applies a registration that [`RegisterRequest::read`] read.
+pub struct Apply<'a> {
+    table: &'a RouteTable,
+    from: &'a Registrant,
+    headers: Fingerprint,
+    fingerprint: Fingerprint,
+    policy: RegisterPolicy,
+}
+
+impl Apply<'_> {
+    /// Who registers, for the registration's `from`.
+    pub fn from(&self) -> &Registrant {
+        self.from
+    }
+
+    /// [`RegisterRequest::headers`], for the registration's `headers`.
+    pub fn headers(&self) -> Fingerprint {
+        self.headers
+    }
+
+    /// Applies `reg`, remembering it for the broker's next registration.
+    pub fn run(self, reg: Registration) -> Applied {
+        Applied(self.table.register(reg, self.policy, self.fingerprint))
+    }
+}
+
+/// What [`Apply::run`] did: nothing when it was given a difference from a table that is no
+/// longer the broker's last.
+pub struct Applied(Option<(RegisterOutcome, Option<MinIdNotice>)>);
+
+/// A registration read whole was refused, which only a difference may be.
+#[derive(Debug)]
+pub struct WholeRefused;
+
+impl std::fmt::Display for WholeRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a whole registration was refused")
+    }
+}
+
+/// What [`RouteTable::register_broker`] did.
+#[derive(Debug)]
+pub struct Registered {
+    pub outcome: RegisterOutcome,
+    /// The NOTIFY_MIN_BROKER_ID_CHANGE to send.
+    pub notice: Option<MinIdNotice>,
+    /// Whether it repeated the broker's last registration, its body unread.
+    pub repeat: bool,
 }
 
 type BodyCache = DashMap<Box<str>, (u64, Bytes), foldhash::fast::RandomState>;
@@ -155,12 +238,62 @@ impl RouteTable {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Registers a broker as cheaply as its registration allows: a repeat of its last one is
+    /// applied without reading the body; else, when `request` allows, the body is read as its
+    /// difference from the table the broker registered last; else, or when that difference is
+    /// refused, it is read whole.
+    pub fn register_broker<R: RegisterRequest>(
+        &self,
+        from: &Registrant,
+        fingerprint: Fingerprint,
+        policy: RegisterPolicy,
+        request: R,
+    ) -> Result<Registered, R::Error> {
+        // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
+        // registration is not decoded again.
+        if let Some(outcome) = self.repeat(from, fingerprint) {
+            return Ok(Registered {
+                outcome,
+                notice: None,
+                repeat: true,
+            });
+        }
+        let headers = request.headers();
+        let apply = || Apply {
+            table: self,
+            from,
+            headers,
+            fingerprint,
+            policy,
+        };
+        let base = request
+            .by_difference()
+            .then(|| self.table_base(from, headers))
+            .flatten();
+        if let Some(base) = base {
+            if let Applied(Some((outcome, notice))) = request.read(Some(base), apply())? {
+                return Ok(Registered {
+                    outcome,
+                    notice,
+                    repeat: false,
+                });
+            }
+        }
+        let Applied(applied) = request.read(None, apply())?;
+        let (outcome, notice) = applied.ok_or(WholeRefused)?;
+        Ok(Registered {
+            outcome,
+            notice,
+            repeat: false,
+        })
+    }
+
     /// Registers a broker, remembering the registration for `repeat` and `table_base`. Which
     /// queues change is worked out while route lookups go on; only applying them takes the
     /// write lock. `None` when the registration holds only changes from a table that is no
     /// longer the broker's last (another registration or a change to its group came first):
     /// its body must be read whole.
-    pub fn register(
+    fn register(
         &self,
         reg: Registration,
         policy: RegisterPolicy,
@@ -192,13 +325,13 @@ impl RouteTable {
     }
 
     /// What a broker's next registration with these headers may be read against.
-    pub fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
+    fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
         self.read(|r| r.table_base(reg, headers))
     }
 
     /// Applies a registration that repeats the broker's previous one while its group is as that
     /// one left it; `None` if it must take the full path.
-    pub fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
+    fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
         self.change(|r| r.repeat(reg, fingerprint))
     }
 
@@ -299,73 +432,4 @@ fn assemble(registry: &Registry, topic: &str, extras: RouteExtras) -> Option<Top
     let mut route = registry.route(topic, extras.acting_master)?;
     route.order_topic_conf = extras.order_topic_conf;
     Some(route)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use rocketmq_wire::body::{BrokerData, QueueData};
-
-    use super::*;
-
-    fn table(topics: &[(&str, i32)]) -> RouteTable {
-        let mut registry = Registry::default();
-        registry.restore_group(BrokerData {
-            cluster: "c".into(),
-            broker_name: "b".into(),
-            broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
-            ..Default::default()
-        });
-        for (topic, queues) in topics {
-            let qd = QueueData {
-                broker_name: "b".into(),
-                read_queue_nums: *queues,
-                write_queue_nums: *queues,
-                perm: 6,
-                topic_sys_flag: 0,
-            };
-            registry.set_queues(topic, &qd);
-        }
-        RouteTable::with_registry(registry)
-    }
-
-    fn body(table: &RouteTable, topic: &str) -> Bytes {
-        let extras = || RouteExtras {
-            acting_master: false,
-            order_topic_conf: None,
-        };
-        table
-            .route_body(topic, JsonStyle::Standard, extras)
-            .unwrap()
-    }
-
-    #[test]
-    fn topics_with_the_same_route_share_one_body() {
-        let t = table(&[("a", 8), ("b", 8), ("c", 4)]);
-        let (a, b, c) = (body(&t, "a"), body(&t, "b"), body(&t, "c"));
-        assert_eq!(a, b);
-        assert_eq!(a.as_ptr(), b.as_ptr());
-        assert_ne!(a, c);
-        t.invalidate();
-        let rebuilt = body(&t, "b");
-        assert_eq!(rebuilt, a);
-        assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
-    }
-
-    #[test]
-    fn the_set_of_distinct_bodies_stays_bounded() {
-        let topics: Vec<(String, i32)> = (0..DISTINCT_KEPT as i32 + 500)
-            .map(|i| (format!("t{i}"), i + 1))
-            .collect();
-        let refs: Vec<(&str, i32)> = topics.iter().map(|(t, q)| (t.as_str(), *q)).collect();
-        let t = table(&refs);
-        for (topic, _) in &refs {
-            body(&t, topic);
-        }
-        let kept = t.distinct.lock().len();
-        assert!(kept <= DISTINCT_KEPT.max(refs.len()), "{kept} kept");
-        // Every body is still served from the cache.
-        assert_eq!(t.standard.len(), refs.len());
-    }
 }

@@ -1,12 +1,14 @@
-//! The registration rules and the change log, case by case, on the registry alone; and after
-//! any sequence of changes, the route cache checked against freshly built routes and every
-//! routable broker checked to be alive (so that it expires when it goes silent).
+//! The registry's tests: the registration rules and the change log, case by case, on the
+//! registry alone; after any sequence of changes, the route cache checked against freshly built
+//! routes and every routable broker checked to be alive (so that it expires when it goes
+//! silent); and topics with the same route sharing one cached body.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use rocketmq_wire::body::{
-    DataVersion, RegisterBrokerBody, TableIndex, TopicConfig, TopicConfigWrapper,
+    BrokerData, DataVersion, QueueData, RegisterBrokerBody, TableIndex, TopicConfig,
+    TopicConfigWrapper,
 };
 
 use super::*;
@@ -998,4 +1000,66 @@ fn admin_changes_and_registrations_take_effect_in_the_order_they_were_applied() 
         Some((6, 4)),
         "a new version restores it"
     );
+}
+
+// ---- topics sharing route bodies ----
+
+fn table(topics: &[(&str, i32)]) -> RouteTable {
+    let mut registry = Registry::default();
+    registry.restore_group(BrokerData {
+        cluster: "c".into(),
+        broker_name: "b".into(),
+        broker_addrs: BTreeMap::from([(0, "10.0.0.1:10911".into())]),
+        ..Default::default()
+    });
+    for (topic, queues) in topics {
+        let qd = QueueData {
+            broker_name: "b".into(),
+            read_queue_nums: *queues,
+            write_queue_nums: *queues,
+            perm: 6,
+            topic_sys_flag: 0,
+        };
+        registry.set_queues(topic, &qd);
+    }
+    RouteTable::with_registry(registry)
+}
+
+fn body(table: &RouteTable, topic: &str) -> Bytes {
+    let extras = || RouteExtras {
+        acting_master: false,
+        order_topic_conf: None,
+    };
+    table
+        .route_body(topic, JsonStyle::Standard, extras)
+        .unwrap()
+}
+
+#[test]
+fn topics_with_the_same_route_share_one_body() {
+    let t = table(&[("a", 8), ("b", 8), ("c", 4)]);
+    let (a, b, c) = (body(&t, "a"), body(&t, "b"), body(&t, "c"));
+    assert_eq!(a, b);
+    assert_eq!(a.as_ptr(), b.as_ptr());
+    assert_ne!(a, c);
+    t.invalidate();
+    let rebuilt = body(&t, "b");
+    assert_eq!(rebuilt, a);
+    assert_eq!(body(&t, "a").as_ptr(), rebuilt.as_ptr());
+}
+
+#[test]
+fn the_set_of_distinct_bodies_stays_bounded() {
+    let topics: Vec<(String, i32)> = (0..DISTINCT_KEPT as i32 + 500)
+        .map(|i| (format!("t{i}"), i + 1))
+        .collect();
+    let refs: Vec<(&str, i32)> = topics.iter().map(|(t, q)| (t.as_str(), *q)).collect();
+    let t = table(&refs);
+    for (topic, _) in &refs {
+        body(&t, topic);
+    }
+    let kept = t.distinct.lock().len();
+    assert!(kept <= DISTINCT_KEPT.max(refs.len()), "{kept} kept");
+    // Every body is still served from the cache.
+    assert_eq!(t.standard.len(), refs.len());
 }

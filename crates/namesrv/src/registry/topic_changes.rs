@@ -1,0 +1,197 @@
+//! Topic changes: the recorded mutations every rule changes a topic's queues through, which
+//! tally the topics created and removed to tell them as one event when the mutation ends, and
+//! the admin requests that change topics (delete a topic, wipe or add write permission,
+//! REGISTER_TOPIC_IN_NAMESRV).
+
+use std::sync::Arc;
+
+use rocketmq_wire::body::QueueData;
+
+use super::queues::{Queues, TopicQueues};
+use super::tables::{Registry, PERM_READ, PERM_WRITE};
+use crate::events::{Event, EventKind, TopicTally};
+
+impl Registry {
+    /// Tells the topics the mutation created and removed, each with why.
+    pub(super) fn tell_topics(&mut self, created_why: &str, removed_why: &str) {
+        for (tally, kind, why) in [
+            (
+                std::mem::take(&mut self.created),
+                EventKind::TopicsCreated,
+                created_why,
+            ),
+            (
+                std::mem::take(&mut self.removed),
+                EventKind::TopicsDeleted,
+                removed_why,
+            ),
+        ] {
+            if tally.count == 0 {
+                continue;
+            }
+            let detail = if tally.count == 1 {
+                why.to_string()
+            } else {
+                format!("{}; {why}", tally.describe())
+            };
+            self.events.push(Event::new(kind, tally.subject(), detail));
+        }
+    }
+
+    /// Sets a broker group's queues of a topic; returns whether anything changed.
+    pub fn set_queues(&mut self, topic: &str, qd: &QueueData) -> bool {
+        let name = self.shared_name(&qd.broker_name);
+        self.set_topic_queues(topic, &name, Queues::of(qd))
+    }
+
+    pub(super) fn set_topic_queues(
+        &mut self,
+        topic: &str,
+        broker_name: &Arc<str>,
+        queues: Queues,
+    ) -> bool {
+        // Looked up by reference first: re-registrations mostly touch known topics, and an
+        // owned key for each would cost an allocation per topic.
+        let changed = match self.topics.get_mut(topic) {
+            Some(slot) => slot.set(broker_name, queues),
+            None => {
+                let mut slot = TopicQueues::default();
+                slot.set(broker_name, queues);
+                self.topics.insert(topic, slot);
+                self.changes.topic_list = true;
+                self.created.add(topic);
+                true
+            }
+        };
+        if changed {
+            self.changes.topics.insert(topic.to_string());
+        }
+        changed
+    }
+
+    /// Takes a group out of a topic, and the topic out of the table when no group is left.
+    pub(super) fn leave_topic(&mut self, topic: &str, broker_name: &str) -> bool {
+        let Some(queues) = self.topics.get_mut(topic) else {
+            return false;
+        };
+        if !queues.remove(broker_name) {
+            return false;
+        }
+        if queues.is_empty() {
+            self.topics.remove(topic);
+            self.changes.topic_list = true;
+            self.removed.add(topic);
+        }
+        self.changes.topics.insert(topic.to_string());
+        true
+    }
+
+    /// Changes a group's permission on a topic.
+    pub(super) fn set_perm(&mut self, topic: &str, broker_name: &str, perm: i32) -> bool {
+        let changed = self
+            .topics
+            .get_mut(topic)
+            .is_some_and(|q| q.set_perm(broker_name, perm));
+        if changed {
+            self.changes.topics.insert(topic.to_string());
+        }
+        changed
+    }
+
+    /// Sets (wipe) or restores (add) write permission on every topic of a broker group;
+    /// returns how many topics the group serves.
+    pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> usize {
+        let changes: Vec<(String, i32)> = self
+            .topics
+            .iter()
+            .filter_map(|(topic, queues)| {
+                let perm = queues.get(broker_name)?.perm;
+                let perm = if wipe {
+                    perm & !PERM_WRITE
+                } else {
+                    PERM_READ | PERM_WRITE
+                };
+                Some((topic.to_string(), perm))
+            })
+            .collect();
+        for (topic, perm) in &changes {
+            self.set_perm(topic, broker_name, *perm);
+        }
+        self.bump_group(broker_name);
+        let (kind, done) = if wipe {
+            (EventKind::WritePermWiped, "wiped")
+        } else {
+            (EventKind::WritePermAdded, "restored")
+        };
+        self.events.push(Event::new(
+            kind,
+            broker_name,
+            format!("write permission {done} on {} topics", changes.len()),
+        ));
+        changes.len()
+    }
+
+    pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) -> bool {
+        let Some(queues) = self.topics.get(topic) else {
+            return false;
+        };
+        let names: Vec<String> = match cluster {
+            None => queues.iter().map(|(name, _)| name.to_string()).collect(),
+            Some(cluster) => {
+                let Some(names) = self.clusters.get(cluster) else {
+                    return false;
+                };
+                names
+                    .iter()
+                    .filter(|n| queues.contains(n))
+                    .cloned()
+                    .collect()
+            }
+        };
+        let mut changed = false;
+        let mut left = Vec::new();
+        for name in names {
+            if self.leave_topic(topic, &name) {
+                changed = true;
+                left.push(name.clone());
+            }
+            // A broker's next identical registration brings the topic back.
+            self.bump_group(&name);
+        }
+        // Told here, with the groups it left, whether or not other groups still serve it.
+        self.removed = TopicTally::default();
+        if changed {
+            self.events.push(Event::new(
+                EventKind::TopicsDeleted,
+                topic,
+                format!(
+                    "deleted from {} by an admin request{}",
+                    left.join(", "),
+                    if self.topics.contains_key(topic) {
+                        " (other groups still serve it)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        changed
+    }
+
+    /// REGISTER_TOPIC_IN_NAMESRV: stores queue data of known brokers, stopping at the first
+    /// unknown one as Java does.
+    pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) -> bool {
+        let mut changed = false;
+        for qd in queue_datas {
+            if !self.brokers.contains_key(&qd.broker_name) {
+                break;
+            }
+            if self.set_queues(topic, qd) {
+                changed = true;
+                self.bump_group(&qd.broker_name);
+            }
+        }
+        self.tell_topics("by REGISTER_TOPIC_IN_NAMESRV", "");
+        changed
+    }
+}
