@@ -47,12 +47,20 @@ fn main() -> ExitCode {
         print!("{}", config.listing());
         return ExitCode::SUCCESS;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,openraft=error".into()),
-        )
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        // RUST_LOG as `target=level` directives; span and field filters (which need a regex
+        // engine in the binary) are not supported.
+        let filter = std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|v| v.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_else(|| "info,openraft=error".parse().expect("a valid filter"));
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer())
+            .with(filter)
+            .init();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

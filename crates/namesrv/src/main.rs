@@ -104,9 +104,13 @@ fn init_logging(log_dir: &str) -> Option<tracing_appender::non_blocking::WorkerG
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
 
+    // RUST_LOG as `target=level` directives; span and field filters (which need a regex
+    // engine in the binary) are not supported.
     let filter = || {
-        tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| "info,openraft=error".into())
+        std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|v| v.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_else(|| "info,openraft=error".parse().expect("a valid filter"))
     };
     let console = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())

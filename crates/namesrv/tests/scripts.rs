@@ -1,7 +1,7 @@
 //! `bin/mqnamesrv` and `bin/mqshutdown namesrv` start and stop a real server. (Here, with the
 //! server's tests, because only this package's tests are handed the server binary's path.)
 //!
-//! Both scripts get MQNAMESRV_PATH pointing at a private link to the server binary, so that
+//! Both scripts get MQNAMESRV_BIN pointing at a private link to the server binary, so that
 //! mqshutdown stops only the server this test started, not other servers on the machine.
 
 mod support;
@@ -21,7 +21,7 @@ fn script(name: &str) -> PathBuf {
 fn mqshutdown(bin: &Path, args: &[&str]) -> Run {
     Command::new(script("mqshutdown"))
         .args(args)
-        .env("MQNAMESRV_PATH", bin)
+        .env("MQNAMESRV_BIN", bin)
         .output()
         .unwrap()
         .into()
@@ -38,7 +38,7 @@ async fn start_in_the_foreground_and_shut_down_with_sigterm() {
     let mut server = Command::new(script("mqnamesrv"))
         .arg("-c")
         .arg(&config)
-        .env("MQNAMESRV_PATH", &bin)
+        .env("MQNAMESRV_BIN", &bin)
         .env("HOME", dir.path())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -78,7 +78,7 @@ async fn start_in_the_foreground_and_shut_down_with_sigterm() {
 #[test]
 fn a_missing_binary_is_reported() {
     let out = Command::new(script("mqnamesrv"))
-        .env("MQNAMESRV_PATH", "/nonexistent/mqnamesrv")
+        .env("MQNAMESRV_BIN", "/nonexistent/mqnamesrv")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
