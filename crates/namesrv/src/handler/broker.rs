@@ -15,7 +15,7 @@ use rocketmq_wire::headers::{
 use rocketmq_wire::RemotingCommand;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{success, Context, Failure, Origin, Reply};
+use super::{success, Context, HandlerResult, Origin, SystemError};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
@@ -27,10 +27,10 @@ use crate::registry::{
 use crate::state::State;
 use rocketmq_wire::clock::now_ms;
 
-pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> Reply {
+pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> HandlerResult {
     let header = RegisterBrokerHeader::from_command(r)?;
     if r.version < 0 {
-        return Err(Failure(format!("invalid version {}", r.version)));
+        return Err(SystemError(format!("invalid version {}", r.version)));
     }
     let expected_crc = header.body_crc32.unwrap_or(0);
     if expected_crc != 0 {
@@ -99,7 +99,7 @@ struct Request<'a> {
 }
 
 impl RegisterRequest for Request<'_> {
-    type Error = Failure;
+    type Error = SystemError;
 
     fn headers(&self) -> Fingerprint {
         fingerprint(self.r, Part::Headers)
@@ -109,7 +109,7 @@ impl RegisterRequest for Request<'_> {
         self.by_difference
     }
 
-    fn read(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Failure> {
+    fn read(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, SystemError> {
         // Reading a table whole takes milliseconds from a few thousand topics on: not where
         // route lookups wait.
         if base.is_none() && self.r.body.as_ref().is_some_and(|b| b.len() > INLINE_READ) {
@@ -121,7 +121,7 @@ impl RegisterRequest for Request<'_> {
 
 impl Request<'_> {
     /// Reads the body on this thread and applies it.
-    fn read_here(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, Failure> {
+    fn read_here(&self, base: Option<TableBase>, apply: Apply<'_>) -> Result<Applied, SystemError> {
         let r = self.r;
         let read = read_body(
             self.state,
@@ -185,7 +185,7 @@ fn read_body(
     max_inflated: usize,
     by_difference: bool,
     base: Option<TableBase>,
-) -> Result<ReadBody, Failure> {
+) -> Result<ReadBody, SystemError> {
     if let (true, Some(body)) = (by_difference, r.body.as_deref()) {
         if let Some(read) = TableRead::read(body, base.as_ref().map(|b| &*b.table)) {
             let read = read?;
@@ -281,7 +281,7 @@ fn inflate_limit(max_frame: i64) -> usize {
         .saturating_mul(4)
 }
 
-pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
+pub fn unregister(state: &State, r: &RemotingCommand) -> HandlerResult {
     let header = UnregisterBrokerHeader::from_command(r)?;
     // Numbered against the broker's registration as of now: a registration the broker makes
     // after this answer is newer, and the queued removal leaves it alone.
@@ -299,7 +299,7 @@ pub fn unregister(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Reply {
+pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let QueryDataVersionHeader {
         cluster_name: cluster,
         broker_addr: addr,
@@ -324,7 +324,7 @@ pub fn query_data_version(state: &State, c: Context, r: &RemotingCommand) -> Rep
 }
 
 /// Answered alike whether or not it may extend liveness, as Java answers every heartbeat.
-pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
+pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let BrokerHeartbeatHeader {
         cluster_name: cluster,
         broker_addr: addr,
@@ -338,7 +338,7 @@ pub fn heartbeat(state: &State, c: Context, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn member_group(state: &State, r: &RemotingCommand) -> Reply {
+pub fn member_group(state: &State, r: &RemotingCommand) -> HandlerResult {
     let GetBrokerMemberGroupHeader {
         cluster_name: cluster,
         broker_name,

@@ -3,17 +3,18 @@
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, Failure, Reply};
+use super::{success, HandlerResult, SystemError};
 use crate::config::parse_properties;
 use crate::config_store::UpdateError;
 use crate::events::{Event, EventKind};
 use crate::state::State;
 
-pub fn update(state: &State, r: &RemotingCommand) -> Reply {
+pub fn update(state: &State, r: &RemotingCommand) -> HandlerResult {
     let Some(body) = &r.body else {
         return Ok(success(r));
     };
-    let props = parse_properties(body).map_err(|_| Failure("string2Properties error".into()))?;
+    let props =
+        parse_properties(body).map_err(|_| SystemError("string2Properties error".into()))?;
     match state.config.update(&props) {
         Ok(()) => {}
         Err(UpdateError::Blacklisted(key)) => {
@@ -21,7 +22,7 @@ pub fn update(state: &State, r: &RemotingCommand) -> Reply {
             return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION)
                 .with_remark("Can not update config in black list."));
         }
-        Err(e @ UpdateError::Write(..)) => return Err(Failure(e.to_string())),
+        Err(e @ UpdateError::Write(..)) => return Err(SystemError(e.to_string())),
     }
     // Live options (acting master, order config) change what routes show.
     state.routes.invalidate();
@@ -37,7 +38,7 @@ pub fn update(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn get(state: &State, r: &RemotingCommand) -> Reply {
+pub fn get(state: &State, r: &RemotingCommand) -> HandlerResult {
     let listing = state.config.settings().listing();
     Ok(success(r).with_body(listing.into_bytes()))
 }

@@ -8,7 +8,7 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, Reply};
+use super::{success, HandlerResult};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::state::State;
@@ -21,7 +21,7 @@ fn after_change(state: &State, namespace: &str) {
     }
 }
 
-pub fn put(state: &State, r: &RemotingCommand) -> Reply {
+pub fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
     let PutKvConfigHeader {
         namespace: ns,
         key,
@@ -40,7 +40,7 @@ pub fn put(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn get(state: &State, r: &RemotingCommand) -> Reply {
+pub fn get(state: &State, r: &RemotingCommand) -> HandlerResult {
     let GetKvConfigHeader { namespace: ns, key } = GetKvConfigHeader::from_command(r)?;
     Ok(match state.kv.get(ns, key) {
         Some(value) => GetKvConfigResponseHeader {
@@ -53,7 +53,7 @@ pub fn get(state: &State, r: &RemotingCommand) -> Reply {
     })
 }
 
-pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
+pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
     state.kv.delete(ns, key)?;
     after_change(state, ns);
@@ -63,7 +63,7 @@ pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn list(state: &State, r: &RemotingCommand) -> Reply {
+pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
     let ns = GetKvListByNamespaceHeader::from_command(r)?.namespace;
     Ok(match state.kv.namespace(ns) {
         Some(table) => success(r).with_body(KvTable { table }.encode()),

@@ -17,15 +17,15 @@ use crate::registry::ConnId;
 use crate::state::State;
 
 /// A request that could not be served: answered SYSTEM_ERROR with this remark.
-pub struct Failure(pub String);
+pub struct SystemError(pub String);
 
-impl<E: std::fmt::Display> From<E> for Failure {
+impl<E: std::fmt::Display> From<E> for SystemError {
     fn from(e: E) -> Self {
-        Failure(e.to_string())
+        SystemError(e.to_string())
     }
 }
 
-pub type Reply = Result<RemotingCommand, Failure>;
+pub type HandlerResult = Result<RemotingCommand, SystemError>;
 
 /// The connection a request arrived on.
 #[derive(Clone, Copy)]
@@ -44,7 +44,7 @@ pub struct Context {
     pub may_extend_liveness: bool,
 }
 
-type Handler = fn(&State, Context, &RemotingCommand) -> Reply;
+type Handler = fn(&State, Context, &RemotingCommand) -> HandlerResult;
 
 /// Everything the server knows about one request code.
 #[derive(Clone, Copy)]
@@ -185,7 +185,7 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
                     .with_remark(format!(" request type {} not supported", request.code)),
             ),
         }
-        .unwrap_or_else(|Failure(remark)| {
+        .unwrap_or_else(|SystemError(remark)| {
             RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
         })
     };

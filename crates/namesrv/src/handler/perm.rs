@@ -6,7 +6,7 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, Reply};
+use super::{success, HandlerResult};
 use crate::state::State;
 
 /// How many topics of the broker were touched.
@@ -17,13 +17,13 @@ fn change(state: &State, broker_name: &str, wipe: bool) -> i64 {
     count as i64
 }
 
-pub fn wipe(state: &State, r: &RemotingCommand) -> Reply {
+pub fn wipe(state: &State, r: &RemotingCommand) -> HandlerResult {
     let broker_name = WipeWritePermHeader::from_command(r)?.broker_name;
     let wipe_topic_count = change(state, broker_name, true);
     Ok(WipeWritePermResponseHeader { wipe_topic_count }.write(success(r)))
 }
 
-pub fn add(state: &State, r: &RemotingCommand) -> Reply {
+pub fn add(state: &State, r: &RemotingCommand) -> HandlerResult {
     let broker_name = AddWritePermHeader::from_command(r)?.broker_name;
     let add_topic_count = change(state, broker_name, false);
     Ok(AddWritePermResponseHeader { add_topic_count }.write(success(r)))

@@ -8,15 +8,15 @@ use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use rocketmq_wire::json::JsonStyle;
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, Failure, Reply};
+use super::{success, HandlerResult, SystemError};
 use crate::state::State;
 
 const NOT_FOUND_HINT: &str =
     "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
-pub fn topic_route(state: &State, r: &RemotingCommand) -> Reply {
+pub fn topic_route(state: &State, r: &RemotingCommand) -> HandlerResult {
     if state.waiting_for_service() {
-        return Err(Failure("name server not ready".into()));
+        return Err(SystemError("name server not ready".into()));
     }
     let header = GetRouteInfoHeader::from_command(r)?;
     let topic = header.topic.unwrap_or("null");
@@ -76,6 +76,6 @@ fn filter_zone(route: &mut TopicRouteData, zone: &str) {
         .retain(|qd| !dropped.contains(&qd.broker_name));
 }
 
-pub fn cluster_info(state: &State, r: &RemotingCommand) -> Reply {
+pub fn cluster_info(state: &State, r: &RemotingCommand) -> HandlerResult {
     Ok(success(r).with_body(state.routes.cluster_info_body()))
 }

@@ -9,13 +9,17 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, Failure, Reply};
+use super::{success, HandlerResult, SystemError};
 use crate::state::State;
 
 const TOPIC_SYS_FLAG_UNIT: i32 = 1;
 const TOPIC_SYS_FLAG_UNIT_SUB: i32 = 2;
 
-fn list_reply(r: &RemotingCommand, topics: Vec<String>, broker_addr: Option<String>) -> Reply {
+fn list_reply(
+    r: &RemotingCommand,
+    topics: Vec<String>,
+    broker_addr: Option<String>,
+) -> HandlerResult {
     let list = TopicList {
         topic_list: topics,
         broker_addr,
@@ -23,27 +27,27 @@ fn list_reply(r: &RemotingCommand, topics: Vec<String>, broker_addr: Option<Stri
     Ok(success(r).with_body(list.encode()))
 }
 
-fn gate(open: bool) -> Result<(), Failure> {
+fn gate(open: bool) -> Result<(), SystemError> {
     if open {
         Ok(())
     } else {
-        Err(Failure("disable".into()))
+        Err(SystemError("disable".into()))
     }
 }
 
-pub fn all(state: &State, r: &RemotingCommand) -> Reply {
+pub fn all(state: &State, r: &RemotingCommand) -> HandlerResult {
     gate(state.config.settings().server.enable_all_topic_list)?;
     Ok(success(r).with_body(state.routes.all_topics_body()))
 }
 
-pub fn by_cluster(state: &State, r: &RemotingCommand) -> Reply {
+pub fn by_cluster(state: &State, r: &RemotingCommand) -> HandlerResult {
     gate(state.config.settings().server.enable_topic_list)?;
     let cluster = GetTopicsByClusterHeader::from_command(r)?.cluster;
     let topics = state.routes.read(|reg| reg.topics_of_cluster(cluster));
     list_reply(r, topics, None)
 }
 
-pub fn system(state: &State, r: &RemotingCommand) -> Reply {
+pub fn system(state: &State, r: &RemotingCommand) -> HandlerResult {
     let (names, broker_addr) = state.routes.read(|reg| {
         let mut names = BTreeSet::new();
         for (cluster, brokers) in reg.clusters() {
@@ -60,7 +64,7 @@ pub fn system(state: &State, r: &RemotingCommand) -> Reply {
     list_reply(r, names.into_iter().collect(), broker_addr)
 }
 
-pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
+pub fn unit(state: &State, r: &RemotingCommand) -> HandlerResult {
     gate(state.config.settings().server.enable_topic_list)?;
     let pred: fn(i32) -> bool = match r.code {
         req::GET_UNIT_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT != 0,
@@ -71,7 +75,7 @@ pub fn unit(state: &State, r: &RemotingCommand) -> Reply {
     list_reply(r, topics, None)
 }
 
-pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
+pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteTopicHeader {
         topic,
         cluster_name,
@@ -81,13 +85,16 @@ pub fn delete(state: &State, r: &RemotingCommand) -> Reply {
     Ok(success(r))
 }
 
-pub fn register(state: &State, r: &RemotingCommand) -> Reply {
+pub fn register(state: &State, r: &RemotingCommand) -> HandlerResult {
     let topic = RegisterTopicHeader::from_command(r)?.topic;
     if let Some(body) = &r.body {
         // Read as a tree; a route body is small, and a peer's large one would cost many times
         // its size.
         if body.len() > rocketmq_wire::json::TREE_MAX {
-            return Err(Failure(format!("topic route body of {} bytes", body.len())));
+            return Err(SystemError(format!(
+                "topic route body of {} bytes",
+                body.len()
+            )));
         }
         let route = TopicRouteData::decode(body)?;
         if !route.queue_datas.is_empty() {

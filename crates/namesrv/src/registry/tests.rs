@@ -570,9 +570,9 @@ fn style(standard: bool) -> JsonStyle {
 
 /// The topics of each broker's last applied registration, by (cluster, address), to register
 /// the next one as its difference, as the handler does with a table's index.
-type Applied = std::collections::HashMap<(usize, usize), Vec<(&'static str, i32, i32)>>;
+type LastTables = std::collections::HashMap<(usize, usize), Vec<(&'static str, i32, i32)>>;
 
-fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mut Applied>) {
+fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mut LastTables>) {
     match *step {
         Step::Register {
             cluster,
@@ -712,7 +712,7 @@ proptest! {
 fn differences_agree_with_whole_reads(steps: &[Step]) -> Result<(), TestCaseError> {
     let (whole, by_difference) = (RouteTable::default(), RouteTable::default());
     let (mut now_whole, mut now_diff) = (0i64, 0i64);
-    let mut applied = Applied::new();
+    let mut applied = LastTables::new();
     for step in steps {
         take_step(&whole, step, &mut now_whole, None);
         take_step(&by_difference, step, &mut now_diff, Some(&mut applied));
