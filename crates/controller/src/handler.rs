@@ -1,16 +1,24 @@
-//! The controller's requests, one `match` over the request code. Headers are read as Java reads
-//! them (absent or unparsable numbers count as absent); answers carry Java's header fields,
-//! bodies and response codes.
+//! The controller's requests, one `match` over the request code. Headers are read through the
+//! wire crate's typed controller headers, as Java reads them (absent or unparsable optional
+//! numbers count as absent); answers carry Java's header fields, bodies and response codes.
 
 use std::sync::Arc;
 
+use rocketmq_wire::body::{BrokerNameList, SyncStateSet};
 use rocketmq_wire::codes::request;
-use rocketmq_wire::RemotingCommand;
+use rocketmq_wire::headers::controller::{
+    AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
+    CleanControllerBrokerDataRequestHeader, ControllerHeartbeatHeader, ElectMasterRequestHeader,
+    GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
+    RegisterBrokerToControllerRequestHeader,
+};
+use rocketmq_wire::headers::{HeaderError, RequestHeader, ResponseHeader};
+use rocketmq_wire::{ExtFields, RemotingCommand};
 
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
 use crate::node::{response, Controller, Refusal};
 use crate::raft::codes;
-use crate::state::{parse_broker_names, parse_sync_state_set, Command, Reply};
+use crate::state::{header_fields, Command, Reply};
 
 /// Header fields a request may carry in all: names, addresses and check codes are short.
 const MAX_HEADER_BYTES: usize = 16 * 1024;
@@ -64,31 +72,36 @@ pub async fn handle(
         }
         request::CONTROLLER_ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
         request::CONTROLLER_ELECT_MASTER => elect_master(controller, req).await,
-        request::CONTROLLER_REGISTER_BROKER => match (
-            req.ext("clusterName"),
-            req.ext("brokerName"),
-            req.ext_i64("brokerId"),
-            req.ext("brokerAddress"),
-        ) {
-            (Some(cluster), Some(name), Some(id), Some(addr)) => {
-                let cmd = Command::RegisterBroker {
-                    cluster_name: cluster.to_string(),
-                    broker_name: name.to_string(),
-                    broker_id: id,
-                    broker_address: addr.to_string(),
-                    alive: controller.alive_ids(name),
-                };
-                reply_of(controller.write(cmd).await)
+        request::CONTROLLER_REGISTER_BROKER => {
+            match RegisterBrokerToControllerRequestHeader::from_command(req) {
+                Ok(h) => {
+                    let cmd = Command::RegisterBroker {
+                        cluster_name: h.cluster_name.to_string(),
+                        broker_name: h.broker_name.to_string(),
+                        broker_id: h.broker_id,
+                        broker_address: h.broker_address.to_string(),
+                        alive: controller.alive_ids(h.broker_name),
+                    };
+                    reply_of(controller.write(cmd).await)
+                }
+                Err(_) => {
+                    invalid("clusterName, brokerName, brokerId and brokerAddress are required")
+                }
             }
-            _ => invalid("clusterName, brokerName, brokerId and brokerAddress are required"),
-        },
-        request::CONTROLLER_GET_REPLICA_INFO => match req.ext("brokerName") {
-            Some(name) => reply_of(controller.read(|a| a.state.replica_info(name)).await),
-            None => invalid("brokerName is required"),
-        },
+        }
+        request::CONTROLLER_GET_REPLICA_INFO => {
+            match GetReplicaInfoRequestHeader::from_command(req) {
+                Ok(h) => reply_of(
+                    controller
+                        .read(|a| a.state.replica_info(h.broker_name))
+                        .await,
+                ),
+                Err(_) => invalid("brokerName is required"),
+            }
+        }
         request::CONTROLLER_GET_SYNC_STATE_DATA => {
-            match req.body.as_deref().and_then(parse_broker_names) {
-                Some(names) if !names.is_empty() => {
+            match req.body.as_deref().map(BrokerNameList::decode) {
+                Some(Ok(BrokerNameList { names })) if !names.is_empty() => {
                     let active = controller.active_brokers();
                     let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
                     reply_of(
@@ -101,48 +114,47 @@ pub async fn handle(
                 _ => Answer::code(response::SYSTEM_ERROR, "not set any response code"),
             }
         }
-        request::CLEAN_BROKER_DATA => match req.ext("brokerName") {
-            Some(name) => {
-                let cmd = Command::CleanBrokerData {
-                    cluster_name: req.ext("clusterName").map(String::from),
-                    broker_name: name.to_string(),
-                    ids_to_clean: req.ext("brokerControllerIdsToClean").map(String::from),
-                    clean_living_broker: req.ext_bool("isCleanLivingBroker").unwrap_or(false),
-                    alive: controller.alive_ids(name),
-                };
-                reply_of(controller.write(cmd).await)
-            }
-            None => invalid("brokerName is required"),
-        },
-        request::CONTROLLER_GET_NEXT_BROKER_ID => {
-            match (req.ext("clusterName"), req.ext("brokerName")) {
-                (Some(cluster), Some(name)) => reply_of(
-                    controller
-                        .read(|a| a.state.next_broker_id(cluster, name))
-                        .await,
-                ),
-                _ => invalid("clusterName and brokerName are required"),
+        request::CLEAN_BROKER_DATA => {
+            match CleanControllerBrokerDataRequestHeader::from_command(req) {
+                Ok(h) => {
+                    let cmd = Command::CleanBrokerData {
+                        cluster_name: h.cluster_name.map(String::from),
+                        broker_name: h.broker_name.to_string(),
+                        ids_to_clean: h.broker_controller_ids_to_clean.map(String::from),
+                        clean_living_broker: h.is_clean_living_broker,
+                        alive: controller.alive_ids(h.broker_name),
+                    };
+                    reply_of(controller.write(cmd).await)
+                }
+                Err(_) => invalid("brokerName is required"),
             }
         }
-        request::CONTROLLER_APPLY_BROKER_ID => match (
-            req.ext("clusterName"),
-            req.ext("brokerName"),
-            req.ext_i64("appliedBrokerId"),
-            req.ext("registerCheckCode"),
-        ) {
-            (Some(cluster), Some(name), Some(id), Some(check)) => {
-                let cmd = Command::ApplyBrokerId {
-                    cluster_name: cluster.to_string(),
-                    broker_name: name.to_string(),
-                    applied_broker_id: id,
-                    register_check_code: check.to_string(),
-                };
-                reply_of(controller.write(cmd).await)
+        request::CONTROLLER_GET_NEXT_BROKER_ID => {
+            match GetNextBrokerIdRequestHeader::from_command(req) {
+                Ok(h) => reply_of(
+                    controller
+                        .read(|a| a.state.next_broker_id(h.cluster_name, h.broker_name))
+                        .await,
+                ),
+                Err(_) => invalid("clusterName and brokerName are required"),
             }
-            _ => invalid(
-                "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
-            ),
-        },
+        }
+        request::CONTROLLER_APPLY_BROKER_ID => {
+            match ApplyBrokerIdRequestHeader::from_command(req) {
+                Ok(h) => {
+                    let cmd = Command::ApplyBrokerId {
+                        cluster_name: h.cluster_name.to_string(),
+                        broker_name: h.broker_name.to_string(),
+                        applied_broker_id: h.applied_broker_id,
+                        register_check_code: h.register_check_code.to_string(),
+                    };
+                    reply_of(controller.write(cmd).await)
+                }
+                Err(_) => invalid(
+                    "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
+                ),
+            }
+        }
         codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
         codes::RAFT_VOTE => vote(controller, req).await,
         codes::GROUP_PROBE => {
@@ -167,7 +179,7 @@ pub async fn handle(
 pub struct Answer {
     code: i32,
     remark: Option<String>,
-    fields: Vec<(String, String)>,
+    fields: ExtFields,
     body: Option<Vec<u8>>,
 }
 
@@ -180,7 +192,7 @@ impl Answer {
         Answer {
             code,
             remark: (!remark.is_empty()).then(|| remark.to_string()),
-            fields: Vec::new(),
+            fields: ExtFields::new(),
             body: None,
         }
     }
@@ -190,16 +202,15 @@ impl Answer {
         self
     }
 
-    fn field(mut self, key: &str, value: impl ToString) -> Self {
-        self.fields.push((key.to_string(), value.to_string()));
+    fn header<'a>(mut self, header: &impl ResponseHeader<'a>) -> Self {
+        self.fields = header_fields(header);
         self
     }
 
+    /// Every answer has a header object, even an empty one (`"extFields":{}`), as Java's do.
     fn into_response(self, req: &RemotingCommand) -> RemotingCommand {
-        let mut resp = RemotingCommand::response_to(req, self.code).with_empty_ext();
-        for (k, v) in self.fields {
-            resp = resp.with_ext(&k, v);
-        }
+        let mut resp = RemotingCommand::response_to(req, self.code);
+        resp.ext_fields = Some(self.fields);
         if let Some(remark) = self.remark {
             resp = resp.with_remark(remark);
         }
@@ -236,38 +247,33 @@ fn heartbeat(
     connection: u64,
     via: Via,
 ) -> Answer {
-    let Some(broker_id) = req.ext_i64("brokerId") else {
-        return invalid("Heart beat with empty brokerId");
+    let h = match ControllerHeartbeatHeader::from_command(req) {
+        Ok(h) => h,
+        // Java reads the epoch as an Integer and refuses what does not fit; it is not truncated.
+        Err(HeaderError::NotANumber { .. }) => return invalid("epoch must be an int"),
+        Err(_) => return invalid("Heart beat with empty brokerId"),
     };
     // The broker chooses its own timeout; capped, so that no entry can be made never to
     // expire.
-    let timeout = req
-        .ext_i64("heartbeatTimeoutMills")
+    let timeout = h
+        .heartbeat_timeout_mills
         .filter(|t| *t > 0)
         .map_or(DEFAULT_TIMEOUT, |t| {
             std::time::Duration::from_millis(t as u64).min(MAX_HEARTBEAT_TIMEOUT)
         });
-    // Java reads the epoch as an Integer and refuses what does not fit; it is not truncated.
-    let epoch = match req.ext("epoch") {
-        None => -1,
-        Some(_) => match req.ext_i64("epoch").and_then(|e| i32::try_from(e).ok()) {
-            Some(epoch) => epoch,
-            None => return invalid("epoch must be an int"),
-        },
-    };
     let key = BrokerKey {
-        cluster_name: req.ext("clusterName").unwrap_or_default().to_string(),
-        broker_name: req.ext("brokerName").unwrap_or_default().to_string(),
-        broker_id,
+        cluster_name: h.cluster_name.to_string(),
+        broker_name: h.broker_name.to_string(),
+        broker_id: h.broker_id,
     };
     let beat = Heartbeat {
-        broker_addr: req.ext("brokerAddr").unwrap_or_default().to_string(),
+        broker_addr: h.broker_addr.to_string(),
         timeout,
-        epoch,
-        max_offset: req.ext_i64("maxOffset").unwrap_or(-1),
-        confirm_offset: req.ext_i64("confirmOffset").unwrap_or(-1),
+        epoch: h.epoch.unwrap_or(-1),
+        max_offset: h.max_offset.unwrap_or(-1),
+        confirm_offset: h.confirm_offset.unwrap_or(-1),
         // A broker that says nothing has the lowest priority, as Java's broker default does.
-        election_priority: req.ext_i64("electionPriority").map_or(i32::MAX, |p| {
+        election_priority: h.election_priority.map_or(i32::MAX, |p| {
             p.clamp(i32::MIN as i64, i32::MAX as i64) as i32
         }),
         connection,
@@ -283,16 +289,14 @@ fn metadata(controller: &Arc<Controller>) -> Answer {
         .iter()
         .map(|p| format!("{}:{};", p.id, p.addr))
         .collect();
-    let mut answer = Answer::ok()
-        .field("group", &config.group)
-        .field("isLeader", controller.is_leader())
-        .field("peers", peers);
-    if let Some((id, addr)) = controller.leader() {
-        answer = answer
-            .field("controllerLeaderId", id)
-            .field("controllerLeaderAddress", addr);
-    }
-    answer
+    let leader = controller.leader();
+    Answer::ok().header(&GetMetaDataResponseHeader {
+        group: Some(&config.group),
+        controller_leader_id: leader.as_ref().map(|(id, _)| id.as_str()),
+        controller_leader_address: leader.as_ref().map(|(_, addr)| addr.as_str()),
+        is_leader: controller.is_leader(),
+        peers: Some(&peers),
+    })
 }
 
 fn update_config(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
@@ -313,38 +317,33 @@ fn update_config(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer 
 }
 
 async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
-    let (Some(name), Some(master), Some(master_epoch)) = (
-        req.ext("brokerName"),
-        req.ext_i64("masterBrokerId"),
-        req.ext_i64("masterEpoch")
-            .and_then(|e| i32::try_from(e).ok()),
-    ) else {
+    let Ok(h) = AlterSyncStateSetRequestHeader::from_command(req) else {
         return invalid("brokerName, masterBrokerId and masterEpoch (an int) are required");
     };
-    let Some((set, set_epoch)) = req.body.as_deref().and_then(parse_sync_state_set) else {
+    let Some(Ok(set)) = req.body.as_deref().map(SyncStateSet::decode) else {
         return invalid("the body must be a SyncStateSet");
     };
     let cmd = Command::AlterSyncStateSet {
-        broker_name: name.to_string(),
-        master_broker_id: master,
-        master_epoch,
-        new_sync_state_set: set,
-        sync_state_set_epoch: set_epoch,
-        alive: controller.alive_ids(name),
+        broker_name: h.broker_name.to_string(),
+        master_broker_id: h.master_broker_id,
+        master_epoch: h.master_epoch,
+        new_sync_state_set: set.sync_state_set,
+        sync_state_set_epoch: set.sync_state_set_epoch,
+        alive: controller.alive_ids(h.broker_name),
     };
     reply_of(controller.write(cmd).await)
 }
 
 async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
-    let Some(name) = req.ext("brokerName") else {
+    let Ok(h) = ElectMasterRequestHeader::from_command(req) else {
         return invalid("brokerName is required");
     };
     let cmd = Command::ElectMaster {
-        broker_name: name.to_string(),
-        broker_id: req.ext_i64("brokerId"),
-        designate_elect: req.ext_bool("designateElect").unwrap_or(false),
+        broker_name: h.broker_name.to_string(),
+        broker_id: h.broker_id,
+        designate_elect: h.designate_elect,
         unclean: controller.elect_unclean(),
-        live: controller.live_of(name),
+        live: controller.live_of(h.broker_name),
     };
     let result = controller.write(cmd).await;
     if let Ok(reply) = &result {

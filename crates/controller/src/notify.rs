@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use rocketmq_wire::body::{RoleChangeNotifyEntry, SyncStateSet};
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
 use crate::state::RoleChange;
@@ -37,17 +37,14 @@ impl Notifier {
 
 /// The request Java's controller sends: header fields of the new master, body the sync-state set.
 pub fn role_changed_request(change: &RoleChange) -> RemotingCommand {
-    let mut cmd = RemotingCommand::request(request::NOTIFY_BROKER_ROLE_CHANGED)
-        .with_ext("masterEpoch", change.master_epoch)
-        .with_ext("syncStateSetEpoch", change.sync_state_set_epoch);
-    if let Some(addr) = &change.master_address {
-        cmd = cmd.with_ext("masterAddress", addr);
+    RoleChangeNotifyEntry {
+        master_address: change.master_address.clone(),
+        master_broker_id: change.master_broker_id,
+        master_epoch: change.master_epoch,
+        sync_state_set: SyncStateSet {
+            sync_state_set: change.sync_state_set.clone(),
+            sync_state_set_epoch: change.sync_state_set_epoch,
+        },
     }
-    if let Some(id) = change.master_broker_id {
-        cmd = cmd.with_ext("masterBrokerId", id);
-    }
-    cmd.with_body(crate::state::encode_sync_state_set(
-        &change.sync_state_set,
-        change.sync_state_set_epoch,
-    ))
+    .to_command()
 }

@@ -5,9 +5,16 @@
 
 use std::time::Duration;
 
-use rocketmq_wire::body::ClusterInfo;
+use rocketmq_wire::body::{
+    BrokerNameList, BrokerReplicasInfo, ClusterInfo, ElectMasterResponseBody, ReplicasInfo,
+};
 use rocketmq_wire::codes::request::{self, GET_BROKER_CLUSTER_INFO};
 use rocketmq_wire::codes::response;
+use rocketmq_wire::headers::controller::{
+    CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
+    GetMetaDataResponseHeader,
+};
+use rocketmq_wire::headers::{RequestHeader, ResponseHeader};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map, Value};
 
@@ -43,19 +50,15 @@ struct Metadata {
 
 impl Metadata {
     fn of(reply: &Reply) -> Self {
-        let field = |k: &str| {
-            reply
-                .response
-                .ext(k)
-                .filter(|v| !v.is_empty())
-                .map(String::from)
-        };
+        // Every field of this header is optional: reading it cannot fail.
+        let header = GetMetaDataResponseHeader::from_command(&reply.response).unwrap_or_default();
+        let field = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(String::from);
         Metadata {
-            group: field("group"),
-            leader_id: field("controllerLeaderId"),
-            leader_addr: field("controllerLeaderAddress"),
-            is_leader: reply.response.ext_bool("isLeader").unwrap_or(false),
-            peers: split_addrs(&field("peers").unwrap_or_default()),
+            group: field(header.group),
+            leader_id: field(header.controller_leader_id),
+            leader_addr: field(header.controller_leader_address),
+            is_leader: header.is_leader,
+            peers: split_addrs(&field(header.peers).unwrap_or_default()),
         }
     }
 
@@ -156,20 +159,8 @@ impl Controllers {
 }
 
 /// A header field or body value as mqadmin prints it: `null` when absent.
-fn shown(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => "null".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// A numeric header field as a JSON number (text if it is not one, null if absent).
-fn number_field(reply: &Reply, key: &str) -> Value {
-    match reply.response.ext(key) {
-        None => Value::Null,
-        Some(v) => v.parse::<i64>().map_or_else(|_| json!(v), |n| json!(n)),
-    }
+fn shown(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(|| "null".into(), |v| v.to_string())
 }
 
 /// `getControllerMetaData`: each named node's view of its group.
@@ -224,14 +215,17 @@ pub async fn get_sync_state_set(
         (None, Some(cluster)) => broker_names_of(&namesrvs()?, cluster).await?,
         (None, None) => unreachable!("the command line requires -b or -c"),
     };
-    let body = serde_json::to_vec(&names).expect("a list of strings always serializes");
-    let request = RemotingCommand::request(request::CONTROLLER_GET_SYNC_STATE_DATA).with_body(body);
+    let names = BrokerNameList { names };
+    let request =
+        RemotingCommand::request(request::CONTROLLER_GET_SYNC_STATE_DATA).with_body(names.encode());
     let reply = ctl.call_leader(request).await?.success()?;
+    let info = reply.decode("BrokerReplicasInfo", BrokerReplicasInfo::decode)?;
+    // The report shows the body as the controller wrote it (a Java controller's table in its
+    // own order), not as read back.
     let data = body_json(&reply)?;
-    let table = data.get("replicasInfoTable").and_then(Value::as_object);
     let mut text = String::new();
-    for name in &names {
-        let Some(group) = table.and_then(|t| t.get(name)) else {
+    for name in &names.names {
+        let Some(group) = info.replicas_info_table.get(name) else {
             // Brokers of a cluster need not all run in controller mode; mqadmin skips those.
             if sets.broker.is_some() {
                 return Err(AdminError::UnknownBrokerSet {
@@ -248,30 +242,30 @@ pub async fn get_sync_state_set(
 
 /// One broker set as mqadmin prints it, each replica in the form of Java's
 /// `ReplicaIdentity.toString()`, which scripts reading mqadmin's output expect.
-fn replicas_text(name: &str, group: &Value) -> String {
-    let list = |key: &str| group.get(key).and_then(Value::as_array).cloned();
-    let in_sync = list("inSyncReplicas").unwrap_or_default();
-    let not_in_sync = list("notInSyncReplicas").unwrap_or_default();
+fn replicas_text(name: &str, group: &ReplicasInfo) -> String {
     let mut text = format!(
         "\n#brokerName\t{name}\n#MasterBrokerId\t{}\n#MasterAddr\t{}\n#MasterEpoch\t{}\n\
          #SyncStateSetEpoch\t{}\n#SyncStateSetNums\t{}\n",
-        shown(group.get("masterBrokerId")),
-        shown(group.get("masterAddress")),
-        shown(group.get("masterEpoch")),
-        shown(group.get("syncStateSetEpoch")),
-        in_sync.len()
+        shown(group.master_broker_id),
+        shown(group.master_address.as_deref()),
+        group.master_epoch,
+        group.sync_state_set_epoch,
+        group.in_sync_replicas.len()
     );
-    let replicas = in_sync
+    let replicas = group
+        .in_sync_replicas
         .iter()
         .map(|r| ("InSyncReplica", r))
-        .chain(not_in_sync.iter().map(|r| ("NotInSyncReplica", r)));
+        .chain(
+            group
+                .not_in_sync_replicas
+                .iter()
+                .map(|r| ("NotInSyncReplica", r)),
+        );
     for (label, r) in replicas {
         text.push_str(&format!(
             "\n{label}:\tReplicaIdentity{{brokerName='{}', brokerId={}, brokerAddress='{}', alive={}}}\n",
-            shown(r.get("brokerName")),
-            shown(r.get("brokerId")),
-            shown(r.get("brokerAddress")),
-            shown(r.get("alive"))
+            r.broker_name, r.broker_id, r.broker_address, r.alive
         ));
     }
     text
@@ -286,44 +280,43 @@ pub async fn elect_master(
     broker: &str,
     broker_id: i64,
 ) -> Result<Report, AdminError> {
-    let request = RemotingCommand::request(request::CONTROLLER_ELECT_MASTER)
-        .with_ext("clusterName", cluster)
-        .with_ext("brokerName", broker)
-        .with_ext("brokerId", broker_id)
-        .with_ext("designateElect", true)
-        .with_ext("invokeTime", rocketmq_wire::clock::now_ms());
+    let request = ElectMasterRequestHeader {
+        cluster_name: Some(cluster),
+        broker_name: broker,
+        broker_id: Some(broker_id),
+        designate_elect: true,
+        invoke_time: Some(rocketmq_wire::clock::now_ms()),
+    }
+    .to_command();
     let reply = ctl.call_leader(ctl.signed(request)).await?;
     let stays = reply.response.code == response::CONTROLLER_MASTER_STILL_EXIST;
     let reply = if stays { reply } else { reply.success()? };
     let r = &reply.response;
-    let master_addr = r.ext("masterAddress").unwrap_or("null");
+    // Every field of this header is optional: reading it cannot fail.
+    let header = ElectMasterResponseHeader::from_command(r).unwrap_or_default();
+    let master_addr = shown(header.master_address);
     let mut text = format!(
         "\n#ClusterName\t{cluster}\n#BrokerName\t{broker}\n#BrokerMasterAddr\t{master_addr}\n\
          #MasterEpoch\t{}\n#SyncStateSetEpoch\t{}\n",
-        r.ext("masterEpoch").unwrap_or("null"),
-        r.ext("syncStateSetEpoch").unwrap_or("null")
+        shown(header.master_epoch),
+        shown(header.sync_state_set_epoch)
     );
-    // The body is an ElectMasterResponseBody, whose member group is absent when the master
-    // stays. (mqadmin reads the body as a bare BrokerMemberGroup, finds no addresses in it and
-    // so never prints the `#Broker` lines it means to.)
+    // The member group is absent when the master stays. (mqadmin reads the body as a bare
+    // BrokerMemberGroup, finds no addresses in it and so never prints the `#Broker` lines it
+    // means to.)
     let body = if r.body.as_deref().is_some_and(|b| !b.is_empty()) {
-        body_json(&reply)?
+        Some(reply.decode("ElectMasterResponseBody", ElectMasterResponseBody::decode)?)
     } else {
-        Value::Null
+        None
     };
-    let addrs = body
-        .pointer("/brokerMemberGroup/brokerAddrs")
-        .and_then(Value::as_object);
-    let mut members: Vec<(i64, String)> = addrs
-        .into_iter()
-        .flatten()
-        .filter_map(|(id, addr)| Some((id.parse().ok()?, shown(Some(addr)))))
-        .collect();
-    members.sort();
-    for (id, addr) in &members {
+    let members = body
+        .as_ref()
+        .and_then(|b| b.broker_member_group.as_ref())
+        .map(|g| &g.broker_addrs);
+    for (id, addr) in members.into_iter().flatten() {
         text.push_str(&format!("\t#Broker\t{id}\t{addr}\n"));
     }
-    let master_id = r.ext("masterBrokerId").unwrap_or("null");
+    let master_id = shown(header.master_broker_id);
     if stays {
         text.push_str(&format!(
             "The master stays: broker {master_id} ({master_addr}) already is the master of {broker}, no new master was elected.\n"
@@ -334,12 +327,12 @@ pub async fn elect_master(
         "clusterName": cluster,
         "brokerName": broker,
         "elected": !stays,
-        "masterBrokerId": number_field(&reply, "masterBrokerId"),
-        "masterAddress": r.ext("masterAddress"),
-        "masterEpoch": number_field(&reply, "masterEpoch"),
-        "syncStateSetEpoch": number_field(&reply, "syncStateSetEpoch"),
-        "brokerAddrs": members.iter().map(|(id, a)| (id.to_string(), json!(a))).collect::<Map<_, _>>(),
-        "syncStateSet": body.get("syncStateSet").cloned().unwrap_or(Value::Null),
+        "masterBrokerId": header.master_broker_id,
+        "masterAddress": header.master_address,
+        "masterEpoch": header.master_epoch,
+        "syncStateSetEpoch": header.sync_state_set_epoch,
+        "brokerAddrs": members.into_iter().flatten().map(|(id, a)| (id.to_string(), json!(a))).collect::<Map<_, _>>(),
+        "syncStateSet": body.map(|b| b.sync_state_set),
     });
     let mut failures = Vec::new();
     if stays {
@@ -368,16 +361,14 @@ pub async fn clean_broker_metadata(
     ids: Option<&str>,
     clean_living: bool,
 ) -> Result<Report, AdminError> {
-    let mut request = RemotingCommand::request(request::CLEAN_BROKER_DATA)
-        .with_ext("brokerName", broker)
-        .with_ext("isCleanLivingBroker", clean_living)
-        .with_ext("invokeTime", rocketmq_wire::clock::now_ms());
-    if let Some(cluster) = cluster {
-        request = request.with_ext("clusterName", cluster);
+    let request = CleanControllerBrokerDataRequestHeader {
+        cluster_name: cluster,
+        broker_name: broker,
+        broker_controller_ids_to_clean: ids,
+        is_clean_living_broker: clean_living,
+        invoke_time: Some(rocketmq_wire::clock::now_ms()),
     }
-    if let Some(ids) = ids {
-        request = request.with_ext("brokerControllerIdsToClean", ids);
-    }
+    .to_command();
     let reply = ctl.call_leader(ctl.signed(request)).await?.success()?;
     Ok(Report::ok(
         format!("clear broker {broker} metadata from controller success!\n"),
@@ -442,19 +433,20 @@ mod tests {
 
     #[test]
     fn replicas_read_as_mqadmin_prints_them() {
-        let group = json!({
+        let body = json!({"replicasInfoTable": {"g": {
             "masterBrokerId": 1, "masterAddress": "a:1", "masterEpoch": 2, "syncStateSetEpoch": 3,
             "inSyncReplicas": [{"brokerName": "g", "brokerId": 1, "brokerAddress": "a:1", "alive": true}],
             "notInSyncReplicas": [{"brokerName": "g", "brokerId": 2, "brokerAddress": "a:2", "alive": false}],
-        });
+        }}});
+        let info = BrokerReplicasInfo::decode(body.to_string().as_bytes()).unwrap();
         assert_eq!(
-            replicas_text("g", &group),
+            replicas_text("g", &info.replicas_info_table["g"]),
             "\n#brokerName\tg\n#MasterBrokerId\t1\n#MasterAddr\ta:1\n#MasterEpoch\t2\n\
              #SyncStateSetEpoch\t3\n#SyncStateSetNums\t1\n\
              \nInSyncReplica:\tReplicaIdentity{brokerName='g', brokerId=1, brokerAddress='a:1', alive=true}\n\
              \nNotInSyncReplica:\tReplicaIdentity{brokerName='g', brokerId=2, brokerAddress='a:2', alive=false}\n"
         );
-        let masterless = replicas_text("g", &json!({}));
+        let masterless = replicas_text("g", &ReplicasInfo::default());
         assert!(masterless.contains("#MasterBrokerId\tnull\n#MasterAddr\tnull"));
     }
 }

@@ -7,8 +7,16 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rocketmq_wire::body::SyncStateSet;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::request;
+use rocketmq_wire::headers::controller::{
+    AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader, ControllerHeartbeatHeader,
+    ElectMasterRequestHeader, GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader,
+    GetNextBrokerIdResponseHeader, GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader,
+    RegisterBrokerToControllerRequestHeader,
+};
+use rocketmq_wire::headers::{RequestHeader, ResponseHeader};
 use rocketmq_wire::RemotingCommand;
 use tempfile::TempDir;
 
@@ -140,7 +148,7 @@ impl ControllerCluster {
                 )
                 .await
                 {
-                    if resp.ext("isLeader") == Some("true") {
+                    if says_it_leads(&resp) {
                         return Some(i);
                     }
                 }
@@ -149,6 +157,11 @@ impl ControllerCluster {
         }
         None
     }
+}
+
+/// Whether a node's answer to CONTROLLER_GET_METADATA_INFO says it leads.
+fn says_it_leads(metadata: &RemotingCommand) -> bool {
+    GetMetaDataResponseHeader::from_command(metadata).is_ok_and(|h| h.is_leader)
 }
 
 /// One request on a fresh connection; `None` if the node cannot be reached or does not answer.
@@ -284,7 +297,7 @@ impl ControllerBroker {
         let meta = || RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
         if let Some(i) = self.leader.take().filter(|i| *i < controllers.len()) {
             let resp = self.call(controllers, i, meta()).await;
-            if resp.is_some_and(|r| r.ext("isLeader") == Some("true")) {
+            if resp.is_some_and(|r| says_it_leads(&r)) {
                 self.leader = Some(i);
                 return Some(i);
             }
@@ -301,7 +314,9 @@ impl ControllerBroker {
                 self.links[i] = None;
                 continue;
             };
-            let named = answer.ext("controllerLeaderAddress");
+            let named = GetMetaDataResponseHeader::from_command(&answer)
+                .ok()
+                .and_then(|h| h.controller_leader_address);
             if let Some(pos) = named.and_then(|l| controllers.iter().position(|c| c == l)) {
                 self.leader = Some(pos);
                 return Some(pos);
@@ -318,16 +333,18 @@ impl ControllerBroker {
             let Some(client) = self.links[i].clone() else {
                 continue;
             };
-            let cmd = RemotingCommand::request(request::BROKER_HEARTBEAT)
-                .with_ext("clusterName", self.cluster)
-                .with_ext("brokerAddr", &self.addr)
-                .with_ext("brokerName", self.name)
-                .with_ext("brokerId", id)
-                .with_ext("epoch", self.epoch)
-                .with_ext("maxOffset", self.max_offset)
-                .with_ext("confirmOffset", self.max_offset)
-                .with_ext("heartbeatTimeoutMills", self.heartbeat_timeout_ms)
-                .with_ext("electionPriority", 0);
+            let cmd = ControllerHeartbeatHeader {
+                cluster_name: self.cluster,
+                broker_addr: &self.addr,
+                broker_name: self.name,
+                broker_id: id,
+                epoch: Some(self.epoch),
+                max_offset: Some(self.max_offset),
+                confirm_offset: Some(self.max_offset),
+                heartbeat_timeout_mills: Some(self.heartbeat_timeout_ms as i64),
+                election_priority: Some(0),
+            }
+            .to_command();
             if client.send_oneway(cmd).await.is_err() {
                 self.links[i] = None;
             }
@@ -339,78 +356,71 @@ impl ControllerBroker {
     pub async fn register(&mut self, controllers: &[String]) -> Option<RemotingCommand> {
         let leader = self.find_leader(controllers).await?;
         if self.id.is_none() {
-            let next = self
-                .call(
-                    controllers,
-                    leader,
-                    RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
-                        .with_ext("clusterName", self.cluster)
-                        .with_ext("brokerName", self.name),
-                )
-                .await?;
-            let id = next.ext_i64("nextBrokerId")?;
-            let applied = self
-                .call(
-                    controllers,
-                    leader,
-                    RemotingCommand::request(request::CONTROLLER_APPLY_BROKER_ID)
-                        .with_ext("clusterName", self.cluster)
-                        .with_ext("brokerName", self.name)
-                        .with_ext("appliedBrokerId", id)
-                        .with_ext("registerCheckCode", &self.register_check_code),
-                )
-                .await?;
+            let ask = GetNextBrokerIdRequestHeader {
+                cluster_name: self.cluster,
+                broker_name: self.name,
+            };
+            let next = self.call(controllers, leader, ask.to_command()).await?;
+            let id = GetNextBrokerIdResponseHeader::from_command(&next)
+                .ok()?
+                .next_broker_id?;
+            let apply = ApplyBrokerIdRequestHeader {
+                cluster_name: self.cluster,
+                broker_name: self.name,
+                applied_broker_id: id,
+                register_check_code: &self.register_check_code,
+            }
+            .to_command();
+            let applied = self.call(controllers, leader, apply).await?;
             if applied.code != 0 {
                 return Some(applied);
             }
             self.id = Some(id);
         }
         self.heartbeat(controllers).await;
-        self.call(
-            controllers,
-            leader,
-            RemotingCommand::request(request::CONTROLLER_REGISTER_BROKER)
-                .with_ext("clusterName", self.cluster)
-                .with_ext("brokerName", self.name)
-                .with_ext("brokerId", self.id?)
-                .with_ext("brokerAddress", &self.addr),
-        )
-        .await
+        let register = RegisterBrokerToControllerRequestHeader {
+            cluster_name: self.cluster,
+            broker_name: self.name,
+            broker_id: self.id?,
+            broker_address: &self.addr,
+            invoke_time: None,
+        }
+        .to_command();
+        self.call(controllers, leader, register).await
     }
 
     /// 1002 for itself, as a broker that finds no master does.
     pub async fn elect_self(&mut self, controllers: &[String]) -> Option<RemotingCommand> {
         let leader = self.find_leader(controllers).await?;
-        let cmd = RemotingCommand::request(request::CONTROLLER_ELECT_MASTER)
-            .with_ext("clusterName", self.cluster)
-            .with_ext("brokerName", self.name)
-            .with_ext("brokerId", self.id?)
-            .with_ext("designateElect", false)
-            .with_ext("invokeTime", 0);
+        let cmd = ElectMasterRequestHeader {
+            cluster_name: Some(self.cluster),
+            broker_name: self.name,
+            broker_id: Some(self.id?),
+            designate_elect: false,
+            invoke_time: Some(0),
+        }
+        .to_command();
         self.call(controllers, leader, cmd).await
     }
 
     /// 1004 on the leader.
     pub async fn replica_info(&mut self, controllers: &[String]) -> Option<ReplicaInfo> {
         let leader = self.find_leader(controllers).await?;
-        let resp = self
-            .call(
-                controllers,
-                leader,
-                RemotingCommand::request(request::CONTROLLER_GET_REPLICA_INFO)
-                    .with_ext("brokerName", self.name),
-            )
-            .await?;
+        let ask = GetReplicaInfoRequestHeader {
+            broker_name: self.name,
+        };
+        let resp = self.call(controllers, leader, ask.to_command()).await?;
         if resp.code != 0 {
             return None;
         }
-        let (set, set_epoch) = parse_sync_state_set(resp.body.as_deref().unwrap_or_default())?;
+        let set = SyncStateSet::decode(resp.body.as_deref().unwrap_or_default()).ok()?;
+        let header = GetReplicaInfoResponseHeader::from_command(&resp).ok()?;
         let info = ReplicaInfo {
-            master_id: resp.ext_i64("masterBrokerId"),
-            master_addr: resp.ext("masterAddress").map(String::from),
-            master_epoch: resp.ext_i64("masterEpoch").unwrap_or(0) as i32,
-            sync_state_set: set,
-            sync_state_set_epoch: set_epoch,
+            master_id: header.master_broker_id,
+            master_addr: header.master_address.map(String::from),
+            master_epoch: header.master_epoch.unwrap_or(0),
+            sync_state_set: set.sync_state_set,
+            sync_state_set_epoch: set.sync_state_set_epoch,
         };
         self.epoch = self.epoch.max(info.master_epoch);
         Some(info)
@@ -424,18 +434,18 @@ impl ControllerBroker {
         set: &BTreeSet<i64>,
     ) -> Option<RemotingCommand> {
         let leader = self.find_leader(controllers).await?;
-        let ids: Vec<String> = set.iter().map(i64::to_string).collect();
-        let body = format!(
-            "{{\"syncStateSet\":[{}],\"syncStateSetEpoch\":{}}}",
-            ids.join(","),
-            info.sync_state_set_epoch
-        );
-        let cmd = RemotingCommand::request(request::CONTROLLER_ALTER_SYNC_STATE_SET)
-            .with_ext("brokerName", self.name)
-            .with_ext("masterBrokerId", self.id?)
-            .with_ext("masterEpoch", info.master_epoch)
-            .with_ext("invokeTime", 0)
-            .with_body(body.into_bytes());
+        let body = SyncStateSet {
+            sync_state_set: set.clone(),
+            sync_state_set_epoch: info.sync_state_set_epoch,
+        };
+        let cmd = AlterSyncStateSetRequestHeader {
+            broker_name: self.name,
+            master_broker_id: self.id?,
+            master_epoch: info.master_epoch,
+            invoke_time: Some(0),
+        }
+        .to_command()
+        .with_body(body.encode());
         self.call(controllers, leader, cmd).await
     }
 
@@ -473,16 +483,4 @@ impl ControllerBroker {
             }
         }
     }
-}
-
-/// `{"syncStateSet":[1,2],"syncStateSetEpoch":3}`.
-pub fn parse_sync_state_set(body: &[u8]) -> Option<(BTreeSet<i64>, i32)> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let set = v
-        .get("syncStateSet")?
-        .as_array()?
-        .iter()
-        .filter_map(serde_json::Value::as_i64)
-        .collect();
-    Some((set, v.get("syncStateSetEpoch")?.as_i64()? as i32))
 }

@@ -3,9 +3,10 @@
 //! - [`frame`]: length-prefixed frames and the tokio codec, with a size cap;
 //! - [`header`]: the JSON and binary (ROCKETMQ) header forms;
 //! - [`headers`]: the typed per-request header objects carried in a command's extFields, and
-//!   the remarks for missing or malformed fields;
+//!   the remarks for missing or malformed fields; the controller's in `headers::controller`;
 //! - [`command`]: the in-memory command every frame decodes to;
-//! - [`body`]: request and response bodies, written exactly as Java writes them;
+//! - [`body`]: request and response bodies, written exactly as Java writes them, the
+//!   controller's included;
 //! - [`json`]: the fastjson-compatible writer and the lenient reader behind the bodies;
 //! - [`codes`]: the request, response and language codes, and the version ordinals;
 //! - [`properties`]: Java `.properties` text, as config files and config bodies carry it;

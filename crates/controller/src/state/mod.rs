@@ -7,7 +7,6 @@
 //! on exactly the state it changes (no race between deciding and applying), and every node that
 //! applies the log reaches the same answer.
 
-mod bodies;
 /// The response codes the state machine answers with: Java's `ResponseCode` numbers, so brokers
 /// and mqadmin read them as they read the Java controller's.
 pub use rocketmq_wire::codes::response as code;
@@ -17,11 +16,18 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
-pub use bodies::{
-    parse_broker_names, parse_sync_state_set, sync_state_set as encode_sync_state_set,
+use rocketmq_wire::body::{
+    BrokerMemberGroup, BrokerReplicasInfo, ElectMasterResponseBody, ReplicaIdentity, ReplicasInfo,
+    SyncStateSet,
 };
+use rocketmq_wire::headers::controller::{
+    AlterSyncStateSetResponseHeader, ApplyBrokerIdResponseHeader, ElectMasterResponseHeader,
+    GetNextBrokerIdResponseHeader, GetReplicaInfoResponseHeader,
+    RegisterBrokerToControllerResponseHeader,
+};
+use rocketmq_wire::headers::ResponseHeader;
+use rocketmq_wire::{ExtFields, RemotingCommand};
+use serde::{Deserialize, Serialize};
 
 /// The id the first broker of a group must apply for (Java's `FIRST_BROKER_CONTROLLER_ID`).
 pub const FIRST_BROKER_ID: i64 = 1;
@@ -82,13 +88,22 @@ pub enum Command {
     },
 }
 
+/// The fields a typed response header writes, to be carried where a command cannot go: a
+/// [`Reply`] travels through openraft, which wants it serializable.
+pub fn header_fields<'a>(header: &impl ResponseHeader<'a>) -> ExtFields {
+    header
+        .write(RemotingCommand::default())
+        .ext_fields
+        .unwrap_or_default()
+}
+
 /// An answer: response code (0 = SUCCESS, else Java's ResponseCode numbers 2000..=2016 etc.), remark,
-/// the response header fields in Java's field names (e.g. ("masterBrokerId","1")), optional JSON body.
+/// the response header as the wire crate's controller headers write it, optional JSON body.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply {
     pub code: i32,
     pub remark: Option<String>,
-    pub fields: Vec<(String, String)>,
+    pub fields: ExtFields,
     pub body: Option<Vec<u8>>,
     pub role_change: Option<RoleChange>,
 }
@@ -96,14 +111,11 @@ pub struct Reply {
 impl Reply {
     /// The value of one response header field.
     pub fn field(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+        self.fields.get(name).map(String::as_str)
     }
 
-    fn with_field(mut self, name: &str, value: impl ToString) -> Self {
-        self.fields.push((name.to_string(), value.to_string()));
+    fn with_header<'a>(mut self, header: &impl ResponseHeader<'a>) -> Self {
+        self.fields = header_fields(header);
         self
     }
 
@@ -184,6 +196,24 @@ impl Group {
 
     fn address_of(&self, id: i64) -> Option<&str> {
         self.brokers.get(&id).map(|b| b.address.as_str())
+    }
+
+    fn sync_state_set_body(&self) -> Vec<u8> {
+        SyncStateSet {
+            sync_state_set: self.sync_state_set.clone(),
+            sync_state_set_epoch: self.sync_state_set_epoch,
+        }
+        .encode()
+    }
+
+    /// The answer's header to an election that leaves `master` the master.
+    fn elected(&self, master: i64) -> ElectMasterResponseHeader<'_> {
+        ElectMasterResponseHeader {
+            master_broker_id: Some(master),
+            master_address: self.address_of(master),
+            master_epoch: Some(self.master_epoch),
+            sync_state_set_epoch: Some(self.sync_state_set_epoch),
+        }
     }
 
     fn addresses(&self) -> BTreeMap<i64, String> {
@@ -295,9 +325,10 @@ impl ControllerState {
         applied: i64,
         register_check_code: &str,
     ) -> Reply {
-        let reply = Reply::default()
-            .with_field("clusterName", cluster_name)
-            .with_field("brokerName", broker_name);
+        let reply = Reply::default().with_header(&ApplyBrokerIdResponseHeader {
+            cluster_name: Some(cluster_name),
+            broker_name: Some(broker_name),
+        });
         let address = register_check_code.split(';').next().unwrap_or_default();
         // Java takes any id for a known group, but ids below 1 are not controller ids: 0 is the
         // master's NameServer id and -1 means "no broker" in ElectMaster. No Java broker asks
@@ -354,9 +385,12 @@ impl ControllerState {
         broker_address: &str,
         alive: &BTreeSet<i64>,
     ) -> Reply {
-        let reply = Reply::default()
-            .with_field("clusterName", cluster_name)
-            .with_field("brokerName", broker_name);
+        let mut header = RegisterBrokerToControllerResponseHeader {
+            cluster_name: Some(cluster_name),
+            broker_name: Some(broker_name),
+            ..Default::default()
+        };
+        let reply = Reply::default().with_header(&header);
         let Some(group) = self.groups.get_mut(broker_name) else {
             return reply.fail(
                 code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
@@ -373,21 +407,16 @@ impl ControllerState {
         if entry.address != broker_address {
             entry.address = broker_address.to_string();
         }
-        let mut reply = reply;
         // A dead master is not announced: the broker would follow a master that is gone.
         if let Some(master) = group.master_broker_id.filter(|m| alive.contains(m)) {
-            reply = reply.with_field("masterBrokerId", master);
-            if let Some(address) = group.address_of(master) {
-                reply = reply.with_field("masterAddress", address);
-            }
-            reply = reply
-                .with_field("masterEpoch", group.master_epoch)
-                .with_field("syncStateSetEpoch", group.sync_state_set_epoch);
+            header.master_broker_id = Some(master);
+            header.master_address = group.address_of(master);
+            header.master_epoch = Some(group.master_epoch);
+            header.sync_state_set_epoch = Some(group.sync_state_set_epoch);
         }
-        reply.with_body(bodies::sync_state_set(
-            &group.sync_state_set,
-            group.sync_state_set_epoch,
-        ))
+        reply
+            .with_header(&header)
+            .with_body(group.sync_state_set_body())
     }
 
     fn alter_sync_state_set(
@@ -399,9 +428,9 @@ impl ControllerState {
         sync_state_set_epoch: i32,
         alive: &BTreeSet<i64>,
     ) -> Reply {
-        // Java's header holds the new epoch in a primitive int, so it is on the wire (as 0) even
-        // when the change is refused.
-        let refused = Reply::default().with_field("newSyncStateSetEpoch", 0);
+        let refused = Reply::default().with_header(&AlterSyncStateSetResponseHeader {
+            new_sync_state_set_epoch: 0,
+        });
         let Some(group) = self.groups.get_mut(broker_name) else {
             return refused.fail(
                 code::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
@@ -463,11 +492,10 @@ impl ControllerState {
         }
         group.set_sync_state_set(new_set.clone());
         Reply::default()
-            .with_field("newSyncStateSetEpoch", group.sync_state_set_epoch)
-            .with_body(bodies::sync_state_set(
-                &group.sync_state_set,
-                group.sync_state_set_epoch,
-            ))
+            .with_header(&AlterSyncStateSetResponseHeader {
+                new_sync_state_set_epoch: group.sync_state_set_epoch,
+            })
+            .with_body(group.sync_state_set_body())
     }
 
     fn elect_master(
@@ -508,15 +536,13 @@ impl ControllerState {
 
         match new_master {
             Some(master) if Some(master) == old_master => {
-                let mut reply = Reply::default()
-                    .with_field("masterBrokerId", master)
-                    .with_field("masterEpoch", group.master_epoch)
-                    .with_field("syncStateSetEpoch", group.sync_state_set_epoch);
-                if let Some(address) = group.address_of(master) {
-                    reply = reply.with_field("masterAddress", address);
-                }
-                reply
-                    .with_body(bodies::elect_master(None, &group.sync_state_set))
+                let body = ElectMasterResponseBody {
+                    broker_member_group: None,
+                    sync_state_set: group.sync_state_set.clone(),
+                };
+                Reply::default()
+                    .with_header(&group.elected(master))
+                    .with_body(body.encode())
                     .fail(
                         code::CONTROLLER_MASTER_STILL_EXIST,
                         format!("The old master {master} is still alive, no need to elect a new master for broker-set {broker_name}"),
@@ -525,29 +551,23 @@ impl ControllerState {
             Some(master) => {
                 group.set_master(Some(master));
                 group.set_sync_state_set(BTreeSet::from([master]));
-                let address = group.address_of(master).map(str::to_string);
                 let members = group.addresses();
-                let body = bodies::elect_master(
-                    Some(&bodies::MemberGroup {
-                        cluster: &group.cluster_name,
-                        broker_name,
-                        addrs: &members,
+                let body = ElectMasterResponseBody {
+                    broker_member_group: Some(BrokerMemberGroup {
+                        cluster: group.cluster_name.clone(),
+                        broker_name: broker_name.to_string(),
+                        broker_addrs: members.clone(),
                     }),
-                    &group.sync_state_set,
-                );
-                let mut reply = Reply::default().with_field("masterBrokerId", master);
-                if let Some(address) = &address {
-                    reply = reply.with_field("masterAddress", address);
-                }
-                let mut reply = reply
-                    .with_field("masterEpoch", group.master_epoch)
-                    .with_field("syncStateSetEpoch", group.sync_state_set_epoch)
-                    .with_body(body);
+                    sync_state_set: group.sync_state_set.clone(),
+                };
+                let mut reply = Reply::default()
+                    .with_header(&group.elected(master))
+                    .with_body(body.encode());
                 reply.role_change = Some(RoleChange {
                     cluster_name: group.cluster_name.clone(),
                     broker_name: broker_name.to_string(),
                     master_broker_id: Some(master),
-                    master_address: address,
+                    master_address: group.address_of(master).map(str::to_string),
                     master_epoch: group.master_epoch,
                     sync_state_set_epoch: group.sync_state_set_epoch,
                     sync_state_set: group.sync_state_set.clone(),
@@ -648,10 +668,11 @@ impl ControllerState {
             .groups
             .get(broker_name)
             .map_or(FIRST_BROKER_ID, |g| g.next_assign_broker_id);
-        Reply::default()
-            .with_field("clusterName", cluster_name)
-            .with_field("brokerName", broker_name)
-            .with_field("nextBrokerId", next)
+        Reply::default().with_header(&GetNextBrokerIdResponseHeader {
+            cluster_name: Some(cluster_name),
+            broker_name: Some(broker_name),
+            next_broker_id: Some(next),
+        })
     }
 
     /// 1004 CONTROLLER_GET_REPLICA_INFO.
@@ -662,19 +683,14 @@ impl ControllerState {
                 "Broker metadata is not existed",
             );
         };
-        let mut reply = Reply::default();
-        if let Some(master) = group.master_broker_id {
-            reply = reply.with_field("masterBrokerId", master);
-            if let Some(address) = group.address_of(master) {
-                reply = reply.with_field("masterAddress", address);
-            }
-        }
-        reply
-            .with_field("masterEpoch", group.master_epoch)
-            .with_body(bodies::sync_state_set(
-                &group.sync_state_set,
-                group.sync_state_set_epoch,
-            ))
+        let master = group.master_broker_id;
+        Reply::default()
+            .with_header(&GetReplicaInfoResponseHeader {
+                master_broker_id: master,
+                master_address: master.and_then(|m| group.address_of(m)),
+                master_epoch: Some(group.master_epoch),
+            })
+            .with_body(group.sync_state_set_body())
     }
 
     /// 1006 CONTROLLER_GET_SYNC_STATE_DATA: every known group among `broker_names`, its members
@@ -685,35 +701,43 @@ impl ControllerState {
         alive: &dyn Fn(&str, &str, i64) -> bool,
     ) -> Reply {
         let names: BTreeSet<&str> = broker_names.iter().map(String::as_str).collect();
-        let infos: Vec<bodies::ReplicasInfo<'_>> = names
+        let replicas_info_table = names
             .into_iter()
             .filter_map(|name| self.groups.get_key_value(name))
             .map(|(name, group)| {
-                let mut info = bodies::ReplicasInfo {
-                    broker_name: name,
+                let mut info = ReplicasInfo {
                     master_broker_id: group.master_broker_id,
-                    master_address: group.master_broker_id.and_then(|m| group.address_of(m)),
+                    master_address: group
+                        .master_broker_id
+                        .and_then(|m| group.address_of(m))
+                        .map(str::to_string),
                     master_epoch: group.master_epoch,
                     sync_state_set_epoch: group.sync_state_set_epoch,
-                    in_sync: Vec::new(),
-                    not_in_sync: Vec::new(),
+                    in_sync_replicas: Vec::new(),
+                    not_in_sync_replicas: Vec::new(),
                 };
                 for (id, broker) in &group.brokers {
-                    let replica = bodies::ReplicaIdentity {
+                    let replica = ReplicaIdentity {
+                        broker_name: name.clone(),
                         broker_id: *id,
-                        address: &broker.address,
+                        broker_address: broker.address.clone(),
                         alive: alive(&group.cluster_name, name, *id),
                     };
                     if group.sync_state_set.contains(id) {
-                        info.in_sync.push(replica);
+                        info.in_sync_replicas.push(replica);
                     } else {
-                        info.not_in_sync.push(replica);
+                        info.not_in_sync_replicas.push(replica);
                     }
                 }
-                info
+                (name.clone(), info)
             })
             .collect();
-        Reply::default().with_body(bodies::broker_replicas_info(&infos))
+        Reply::default().with_body(
+            BrokerReplicasInfo {
+                replicas_info_table,
+            }
+            .encode(),
+        )
     }
 
     /// Groups whose master is dead while another member lives: the controller should elect

@@ -1,7 +1,17 @@
 //! Request and response bodies, written exactly as the Java side writes them and read as
 //! leniently as the Java side reads them.
+//!
+//! - `cluster`: the answer to GET_BROKER_CLUSTER_INFO;
+//! - `data_version`: the DataVersion brokers and the NameServer compare;
+//! - `lists`: topic lists, KV tables and a group's members;
+//! - `register`: the REGISTER_BROKER body, in its JSON and zlib binary forms;
+//! - `register_delta`: a register body read as the difference from the broker's previous one;
+//! - `register_strict`: the register body as real brokers write it, read with typed serde;
+//! - `route`: the answer to GET_ROUTEINFO_BY_TOPIC;
+//! - `controller`: the controller's bodies (sync-state sets, elections, replica tables).
 
 mod cluster;
+mod controller;
 mod data_version;
 mod lists;
 mod register;
@@ -10,6 +20,10 @@ mod register_strict;
 mod route;
 
 pub use cluster::ClusterInfo;
+pub use controller::{
+    BrokerNameList, BrokerReplicasInfo, ElectMasterResponseBody, ReplicaIdentity, ReplicasInfo,
+    RoleChangeNotifyEntry, SyncStateSet,
+};
 pub use data_version::DataVersion;
 pub use lists::{BrokerMemberGroup, KvTable, TopicList};
 pub use register::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper, MAX_INFLATED_BODY};

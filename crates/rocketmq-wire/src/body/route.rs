@@ -53,7 +53,10 @@ fn required_string(obj: &Map<String, Value>, key: &str) -> Result<String, BodyEr
 }
 
 /// A map with numeric keys, which fastjson may have written quoted or not.
-fn numeric_map(obj: &Map<String, Value>, what: &str) -> Result<BTreeMap<i64, Value>, BodyError> {
+pub(super) fn numeric_map(
+    obj: &Map<String, Value>,
+    what: &str,
+) -> Result<BTreeMap<i64, Value>, BodyError> {
     let mut out = BTreeMap::new();
     for (k, v) in obj {
         let id = k

@@ -10,6 +10,10 @@
 //! no handler needs stay optional here, so that such requests are served as Java serves them.
 //! Optional numbers and booleans are read as Java reads them: an unparsable number counts as
 //! absent, a boolean is true iff its text is `true` ignoring case.
+//!
+//! - [`controller`]: the headers of the controller's requests (RIP-44) and of its answers.
+
+pub mod controller;
 
 use crate::codes::request;
 use crate::RemotingCommand;
@@ -18,8 +22,12 @@ use crate::RemotingCommand;
 pub mod keys {
     pub const ACCEPT_STANDARD_JSON_ONLY: &str = "acceptStandardJsonOnly";
     pub const ADD_TOPIC_COUNT: &str = "addTopicCount";
+    pub const APPLIED_BROKER_ID: &str = "appliedBrokerId";
     pub const BODY_CRC32: &str = "bodyCrc32";
     pub const BROKER_ADDR: &str = "brokerAddr";
+    /// The controller's requests spell the address out, unlike the NameServer's `brokerAddr`.
+    pub const BROKER_ADDRESS: &str = "brokerAddress";
+    pub const BROKER_CONTROLLER_IDS_TO_CLEAN: &str = "brokerControllerIdsToClean";
     pub const BROKER_ID: &str = "brokerId";
     pub const BROKER_NAME: &str = "brokerName";
     pub const CHANGED: &str = "changed";
@@ -27,21 +35,37 @@ pub mod keys {
     pub const CLUSTER_NAME: &str = "clusterName";
     pub const COMPRESSED: &str = "compressed";
     pub const CONFIRM_OFFSET: &str = "confirmOffset";
+    pub const CONTROLLER_LEADER_ADDRESS: &str = "controllerLeaderAddress";
+    pub const CONTROLLER_LEADER_ID: &str = "controllerLeaderId";
+    pub const DESIGNATE_ELECT: &str = "designateElect";
     pub const ELECTION_PRIORITY: &str = "electionPriority";
     pub const ENABLE_ACTING_MASTER: &str = "enableActingMaster";
     pub const EPOCH: &str = "epoch";
+    pub const GROUP: &str = "group";
     pub const HA_BROKER_ADDR: &str = "haBrokerAddr";
     pub const HA_SERVER_ADDR: &str = "haServerAddr";
     /// Java's spelling (sic) in the heartbeat header.
     pub const HEARTBEAT_TIMEOUT_MILLS: &str = "heartbeatTimeoutMills";
     pub const HEARTBEAT_TIMEOUT_MILLIS: &str = "heartbeatTimeoutMillis";
+    pub const INVOKE_TIME: &str = "invokeTime";
+    /// Java names a boolean field `isX` and the header key keeps the prefix.
+    pub const IS_CLEAN_LIVING_BROKER: &str = "isCleanLivingBroker";
+    pub const IS_LEADER: &str = "isLeader";
     pub const KEY: &str = "key";
     pub const MASTER_ADDR: &str = "masterAddr";
+    pub const MASTER_ADDRESS: &str = "masterAddress";
+    pub const MASTER_BROKER_ID: &str = "masterBrokerId";
+    pub const MASTER_EPOCH: &str = "masterEpoch";
     pub const MAX_OFFSET: &str = "maxOffset";
     pub const MIN_BROKER_ADDR: &str = "minBrokerAddr";
     pub const MIN_BROKER_ID: &str = "minBrokerId";
     pub const NAMESPACE: &str = "namespace";
+    pub const NEW_SYNC_STATE_SET_EPOCH: &str = "newSyncStateSetEpoch";
+    pub const NEXT_BROKER_ID: &str = "nextBrokerId";
     pub const OFFLINE_BROKER_ADDR: &str = "offlineBrokerAddr";
+    pub const PEERS: &str = "peers";
+    pub const REGISTER_CHECK_CODE: &str = "registerCheckCode";
+    pub const SYNC_STATE_SET_EPOCH: &str = "syncStateSetEpoch";
     pub const TOPIC: &str = "topic";
     pub const VALUE: &str = "value";
     pub const WIPE_TOPIC_COUNT: &str = "wipeTopicCount";
@@ -111,8 +135,21 @@ impl<'a> Fields<'a> {
         })
     }
 
+    /// A Java `int`: a number beyond its range is as unusable as one that does not parse.
+    fn required_i32(self, key: &'static str) -> Result<i32, HeaderError> {
+        let text = self.required(key)?;
+        text.parse().map_err(|_| HeaderError::NotANumber {
+            field: key,
+            text: text.to_string(),
+        })
+    }
+
     fn opt_i64(self, key: &str) -> Option<i64> {
         self.0.ext_i64(key)
+    }
+
+    fn opt_i32(self, key: &str) -> Option<i32> {
+        self.opt(key)?.parse().ok()
     }
 
     fn opt_bool(self, key: &str) -> Option<bool> {
