@@ -14,7 +14,7 @@ use rocketmq_wire::body::{
 };
 use rocketmq_wire::codes::LanguageCode;
 use rocketmq_wire::frame::{decode_payload, encode_frame, RemotingCodec};
-use rocketmq_wire::header::{decode_binary, decode_json, encode_binary, encode_json};
+use rocketmq_wire::header_codec::{decode_binary, decode_json, encode_binary, encode_json};
 use rocketmq_wire::{RemotingCommand, SerializeType};
 use tokio_util::codec::Decoder;
 

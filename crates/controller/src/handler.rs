@@ -16,9 +16,9 @@ use rocketmq_wire::headers::{HeaderError, RequestHeader, ResponseHeader};
 use rocketmq_wire::{ExtFields, RemotingCommand};
 
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
-use crate::node::{response, Controller, Refusal};
+use crate::node::{response, ConsensusError, Controller};
 use crate::raft::codes;
-use crate::state::{header_fields, Command, Reply};
+use crate::state::{header_fields, Command, CommandReply};
 
 /// Header fields a request may carry in all: names, addresses and check codes are short.
 const MAX_HEADER_BYTES: usize = 16 * 1024;
@@ -52,7 +52,7 @@ pub async fn handle(
         // broker alive: only the group's members speak these.
         _ if peers_only && !controller.is_peer(from) => {
             tracing::warn!(%from, code = req.code, "controller peer request from a non-member refused");
-            Answer::code(
+            ResponseDraft::code(
                 response::NO_PERMISSION,
                 "raft requests are accepted from the controller group's members only",
             )
@@ -68,7 +68,7 @@ pub async fn handle(
         request::CONTROLLER_GET_METADATA_INFO => metadata(controller),
         request::UPDATE_CONTROLLER_CONFIG => update_config(controller, req),
         request::GET_CONTROLLER_CONFIG => {
-            Answer::ok().body(controller.config().listing().into_bytes())
+            ResponseDraft::ok().body(controller.config().listing().into_bytes())
         }
         request::CONTROLLER_ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
         request::CONTROLLER_ELECT_MASTER => elect_master(controller, req).await,
@@ -111,7 +111,7 @@ pub async fn handle(
                     )
                 }
                 // Java answers a request without broker names with a bare, unset response.
-                _ => Answer::code(response::SYSTEM_ERROR, "not set any response code"),
+                _ => ResponseDraft::code(response::SYSTEM_ERROR, "not set any response code"),
             }
         }
         request::CLEAN_BROKER_DATA => {
@@ -159,12 +159,12 @@ pub async fn handle(
         codes::RAFT_VOTE => vote(controller, req).await,
         codes::GROUP_PROBE => {
             let applied = serde_json::json!({ "applied": controller.applied_index() });
-            Answer::ok().body(applied.to_string().into_bytes())
+            ResponseDraft::ok().body(applied.to_string().into_bytes())
         }
         codes::RAFT_INSTALL_SNAPSHOT => {
             raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
         }
-        other => Answer::code(
+        other => ResponseDraft::code(
             response::REQUEST_CODE_NOT_SUPPORTED,
             &format!(" request type {other} not supported"),
         ),
@@ -176,20 +176,20 @@ pub async fn handle(
 }
 
 /// A response under construction.
-pub struct Answer {
+pub struct ResponseDraft {
     code: i32,
     remark: Option<String>,
     fields: ExtFields,
     body: Option<Vec<u8>>,
 }
 
-impl Answer {
+impl ResponseDraft {
     fn ok() -> Self {
-        Answer::code(response::SUCCESS, "")
+        ResponseDraft::code(response::SUCCESS, "")
     }
 
     fn code(code: i32, remark: &str) -> Self {
-        Answer {
+        ResponseDraft {
             code,
             remark: (!remark.is_empty()).then(|| remark.to_string()),
             fields: ExtFields::new(),
@@ -221,23 +221,23 @@ impl Answer {
     }
 }
 
-fn invalid(remark: &str) -> Answer {
-    Answer::code(response::CONTROLLER_INVALID_REQUEST, remark)
+fn invalid(remark: &str) -> ResponseDraft {
+    ResponseDraft::code(response::CONTROLLER_INVALID_REQUEST, remark)
 }
 
-fn reply_of(result: Result<Reply, Refusal>) -> Answer {
+fn reply_of(result: Result<CommandReply, ConsensusError>) -> ResponseDraft {
     match result {
-        Ok(reply) => Answer {
+        Ok(reply) => ResponseDraft {
             code: reply.code,
             remark: reply.remark,
             fields: reply.fields,
             body: reply.body,
         },
-        Err(Refusal::NotLeader) => Answer::code(
+        Err(ConsensusError::NotLeader) => ResponseDraft::code(
             response::CONTROLLER_NOT_LEADER,
             "The controller is not in leader state",
         ),
-        Err(Refusal::Failed(e)) => Answer::code(response::SYSTEM_ERROR, &e),
+        Err(ConsensusError::Failed(e)) => ResponseDraft::code(response::SYSTEM_ERROR, &e),
     }
 }
 
@@ -246,7 +246,7 @@ fn heartbeat(
     req: &RemotingCommand,
     connection: u64,
     via: Via,
-) -> Answer {
+) -> ResponseDraft {
     let h = match ControllerHeartbeatHeader::from_command(req) {
         Ok(h) => h,
         // Java reads the epoch as an Integer and refuses what does not fit; it is not truncated.
@@ -279,10 +279,10 @@ fn heartbeat(
         connection,
     };
     controller.on_heartbeat(key, beat, via);
-    Answer::code(response::SUCCESS, "Heart beat success")
+    ResponseDraft::code(response::SUCCESS, "Heart beat success")
 }
 
-fn metadata(controller: &Arc<Controller>) -> Answer {
+fn metadata(controller: &Arc<Controller>) -> ResponseDraft {
     let config = controller.config();
     let peers: String = config
         .peers
@@ -290,7 +290,7 @@ fn metadata(controller: &Arc<Controller>) -> Answer {
         .map(|p| format!("{}:{};", p.id, p.addr))
         .collect();
     let leader = controller.leader();
-    Answer::ok().header(&GetMetaDataResponseHeader {
+    ResponseDraft::ok().header(&GetMetaDataResponseHeader {
         group: Some(&config.group),
         controller_leader_id: leader.as_ref().map(|(id, _)| id.as_str()),
         controller_leader_address: leader.as_ref().map(|(_, addr)| addr.as_str()),
@@ -299,24 +299,27 @@ fn metadata(controller: &Arc<Controller>) -> Answer {
     })
 }
 
-fn update_config(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+fn update_config(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
     let Some(body) = req.body.as_deref() else {
-        return Answer::ok();
+        return ResponseDraft::ok();
     };
     let props = match rocketmq_wire::properties::parse(body) {
         Ok(p) => p,
-        Err(_) => return Answer::code(response::SYSTEM_ERROR, "string2Properties error"),
+        Err(_) => return ResponseDraft::code(response::SYSTEM_ERROR, "string2Properties error"),
     };
     match controller.update_config(&props) {
-        Ok(()) => Answer::ok(),
-        Err(_) => Answer::code(
+        Ok(()) => ResponseDraft::ok(),
+        Err(_) => ResponseDraft::code(
             response::NO_PERMISSION,
             "Can not update config in black list.",
         ),
     }
 }
 
-async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+async fn alter_sync_state_set(
+    controller: &Arc<Controller>,
+    req: &RemotingCommand,
+) -> ResponseDraft {
     let Ok(h) = AlterSyncStateSetRequestHeader::from_command(req) else {
         return invalid("brokerName, masterBrokerId and masterEpoch (an int) are required");
     };
@@ -334,7 +337,7 @@ async fn alter_sync_state_set(controller: &Arc<Controller>, req: &RemotingComman
     reply_of(controller.write(cmd).await)
 }
 
-async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
     let Ok(h) = ElectMasterRequestHeader::from_command(req) else {
         return invalid("brokerName is required");
     };
@@ -356,7 +359,7 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> An
 /// candidate, one that lacks committed entries included, and it has forgotten whom it voted
 /// for: until it has caught up it votes only for a candidate whose log reaches what the group
 /// had applied when it asked (which any member that outlived the loss has).
-async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
+async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
     if let Some(target) = controller.rejoin_target() {
         let last = req
             .body
@@ -365,7 +368,7 @@ async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
             .and_then(|v| v.last_log_id)
             .map(|l| l.index);
         if last.is_none_or(|l| l < target) {
-            return Answer::code(
+            return ResponseDraft::code(
                 response::SYSTEM_ERROR,
                 "this node lost its store and has not caught up with the group: it votes only \
                  for a candidate that has what the group applied",
@@ -377,7 +380,7 @@ async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> Answer {
 
 /// A Raft message from another node of the group: the answer's body is the JSON of the local
 /// Raft's result, error included, for the sender to hand back to its own Raft.
-async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> Answer
+async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> ResponseDraft
 where
     Req: serde::de::DeserializeOwned,
     Resp: serde::Serialize,
@@ -394,7 +397,7 @@ where
     };
     let result = call(rpc).await;
     match serde_json::to_vec(&result) {
-        Ok(body) => Answer::ok().body(body),
-        Err(e) => Answer::code(response::SYSTEM_ERROR, &e.to_string()),
+        Ok(body) => ResponseDraft::ok().body(body),
+        Err(e) => ResponseDraft::code(response::SYSTEM_ERROR, &e.to_string()),
     }
 }

@@ -18,7 +18,7 @@ use crate::raft::codes;
 use crate::raft::network::Network;
 use crate::raft::store::{self, Applied, LogStore, StateMachine};
 use crate::raft::Raft;
-use crate::state::{Command, GroupView, Reply, RoleChange};
+use crate::state::{Command, CommandReply, GroupView, RoleChange};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -115,11 +115,21 @@ pub struct Controller {
     shutdown: CancellationToken,
 }
 
-/// Why a request could not be answered from the replicated state.
-pub enum Refusal {
+/// Why a request could not be answered from the replicated state: the caller answers
+/// CONTROLLER_NOT_LEADER for the first (the broker then looks for the leader), SYSTEM_ERROR
+/// with the reason for the second.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsensusError {
+    #[error("this node is not the leader")]
     NotLeader,
+    #[error("{0}")]
     Failed(String),
 }
+
+/// A remote config update that names a key it may not change.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} cannot be updated remotely")]
+pub struct BlacklistedKey(pub String);
 
 impl Controller {
     /// Opens the node's store and joins (or, the first time, forms) the group.
@@ -182,10 +192,10 @@ impl Controller {
         self.config.read().clone()
     }
 
-    pub fn update_config(&self, props: &[(String, String)]) -> Result<(), String> {
+    pub fn update_config(&self, props: &[(String, String)]) -> Result<(), BlacklistedKey> {
         let mut config = self.config.write();
         if let Some((k, _)) = props.iter().find(|(k, _)| config.is_blacklisted(k)) {
-            return Err(k.clone());
+            return Err(BlacklistedKey(k.clone()));
         }
         config.apply_update(props);
         Ok(())
@@ -410,20 +420,20 @@ impl Controller {
     /// Proposes a command and waits until it is applied; the reply is the state machine's. A
     /// node without the lease refuses at once, and a proposal not committed within the deadline
     /// is answered as failed (it may still commit later, as with Java's timed-out requests).
-    pub async fn write(&self, cmd: Command) -> Result<Reply, Refusal> {
+    pub async fn write(&self, cmd: Command) -> Result<CommandReply, ConsensusError> {
         if !self.is_leader() {
-            return Err(Refusal::NotLeader);
+            return Err(ConsensusError::NotLeader);
         }
         match tokio::time::timeout(COMMIT_DEADLINE, self.raft.client_write(cmd)).await {
-            Err(_) => Err(Refusal::Failed(format!(
+            Err(_) => Err(ConsensusError::Failed(format!(
                 "not committed within {} s: no quorum of controller nodes answered",
                 COMMIT_DEADLINE.as_secs()
             ))),
             Ok(Ok(resp)) => Ok(resp.data),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => {
-                Err(Refusal::NotLeader)
+                Err(ConsensusError::NotLeader)
             }
-            Ok(Err(e)) => Err(Refusal::Failed(e.to_string())),
+            Ok(Err(e)) => Err(ConsensusError::Failed(e.to_string())),
         }
     }
 
@@ -431,29 +441,29 @@ impl Controller {
     /// applied everything committed before the call, within the deadline. A confirmation round
     /// that misses its quorum (one heartbeat lost on a lossy link) is tried again while the
     /// deadline lasts and the node still holds its lease.
-    pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, Refusal> {
+    pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, ConsensusError> {
         let confirm = async {
             loop {
                 if !self.is_leader() {
-                    return Err(Refusal::NotLeader);
+                    return Err(ConsensusError::NotLeader);
                 }
                 match self.raft.ensure_linearizable().await {
                     Ok(_) => return Ok(()),
                     Err(RaftError::APIError(
                         openraft::error::CheckIsLeaderError::ForwardToLeader(_),
-                    )) => return Err(Refusal::NotLeader),
+                    )) => return Err(ConsensusError::NotLeader),
                     Err(RaftError::APIError(
                         openraft::error::CheckIsLeaderError::QuorumNotEnough(e),
                     )) => {
                         tracing::debug!(error = %e, "leadership not confirmed, trying again");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
-                    Err(e) => return Err(Refusal::Failed(e.to_string())),
+                    Err(e) => return Err(ConsensusError::Failed(e.to_string())),
                 }
             }
         };
         match tokio::time::timeout(COMMIT_DEADLINE, confirm).await {
-            Err(_) => Err(Refusal::Failed(format!(
+            Err(_) => Err(ConsensusError::Failed(format!(
                 "leadership not confirmed within {} s: no quorum of controller nodes answered",
                 COMMIT_DEADLINE.as_secs()
             ))),
@@ -476,7 +486,7 @@ impl Controller {
     }
 
     /// Counts an election's outcome and, when a new master was chosen, tells the group.
-    pub fn after_election(&self, reply: &Reply) {
+    pub fn after_election(&self, reply: &CommandReply) {
         let counter = match reply.code {
             response::SUCCESS => &self.counters.elections_new_master,
             response::CONTROLLER_MASTER_STILL_EXIST => &self.counters.elections_kept_master,
@@ -564,8 +574,8 @@ impl Controller {
                         "election failed"
                     );
                 }
-                Err(Refusal::NotLeader) => return,
-                Err(Refusal::Failed(e)) => {
+                Err(ConsensusError::NotLeader) => return,
+                Err(ConsensusError::Failed(e)) => {
                     tracing::warn!(broker = %broker_name, error = %e, "election not replicated");
                 }
             }

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cli::BrokerSets;
 use crate::error::AdminError;
-use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, Reply};
+use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, ServerResponse};
 use crate::reads::{body_json, config_report};
 use crate::report::Report;
 use crate::writes::{config_body, report_each};
@@ -49,7 +49,7 @@ struct Metadata {
 }
 
 impl Metadata {
-    fn of(reply: &Reply) -> Self {
+    fn of(reply: &ServerResponse) -> Self {
         // Every field of this header is optional: reading it cannot fail.
         let header = GetMetaDataResponseHeader::from_command(&reply.response).unwrap_or_default();
         let field = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(String::from);
@@ -139,7 +139,7 @@ impl Controllers {
 
     /// Sends `request` to the leader, whatever its answer; NOT_LEADER sends it to the leader
     /// named then, a few times over.
-    async fn call_leader(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
+    async fn call_leader(&self, request: RemotingCommand) -> Result<ServerResponse, AdminError> {
         let mut attempt = 1;
         loop {
             let leader = self.leader().await?;

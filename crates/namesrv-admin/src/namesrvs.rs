@@ -29,8 +29,8 @@ pub struct Connection {
     timeout: Duration,
 }
 
-/// A NameServer's answer, with who gave it.
-pub struct Reply {
+/// A server's response, with the address that gave it (a NameServer, or a controller node).
+pub struct ServerResponse {
     pub addr: String,
     pub response: RemotingCommand,
 }
@@ -62,7 +62,7 @@ impl Namesrvs {
     }
 
     /// Sends a read to each NameServer in turn until one answers, whatever its answer.
-    pub async fn read(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
+    pub async fn read(&self, request: RemotingCommand) -> Result<ServerResponse, AdminError> {
         let mut failures = Vec::new();
         for addr in &self.addrs {
             match call_once(addr, self.timeout, request.clone()).await {
@@ -74,13 +74,19 @@ impl Namesrvs {
     }
 
     /// Sends a request that only looks to every NameServer, for what each holds on its own.
-    pub async fn ask_each(&self, request: RemotingCommand) -> Vec<Result<Reply, AdminError>> {
+    pub async fn ask_each(
+        &self,
+        request: RemotingCommand,
+    ) -> Vec<Result<ServerResponse, AdminError>> {
         ask_each(&self.addrs, self.timeout, request).await
     }
 
     /// Sends a state change, signed when credentials were given, to every NameServer; one
     /// outcome per NameServer, in `-n` order, successful only for SUCCESS answers.
-    pub async fn write_all(&self, request: RemotingCommand) -> Vec<Result<Reply, AdminError>> {
+    pub async fn write_all(
+        &self,
+        request: RemotingCommand,
+    ) -> Vec<Result<ServerResponse, AdminError>> {
         let request = Credentials::sign_with(self.credentials.as_ref(), request);
         ask_each(&self.addrs, self.timeout, request).await
     }
@@ -114,11 +120,11 @@ pub async fn ask_each(
     addrs: &[String],
     timeout: Duration,
     request: RemotingCommand,
-) -> Vec<Result<Reply, AdminError>> {
+) -> Vec<Result<ServerResponse, AdminError>> {
     let mut outcomes = Vec::with_capacity(addrs.len());
     for addr in addrs {
         let outcome = call_once(addr, timeout, request.clone()).await;
-        outcomes.push(outcome.and_then(Reply::success));
+        outcomes.push(outcome.and_then(ServerResponse::success));
     }
     outcomes
 }
@@ -128,7 +134,7 @@ pub async fn call_once(
     addr: &str,
     timeout: Duration,
     request: RemotingCommand,
-) -> Result<Reply, AdminError> {
+) -> Result<ServerResponse, AdminError> {
     Connection::open(addr, timeout).await?.call(request).await
 }
 
@@ -148,7 +154,7 @@ impl Connection {
         })
     }
 
-    pub async fn call(&self, request: RemotingCommand) -> Result<Reply, AdminError> {
+    pub async fn call(&self, request: RemotingCommand) -> Result<ServerResponse, AdminError> {
         let response = self
             .client
             .invoke(request, self.timeout)
@@ -157,16 +163,16 @@ impl Connection {
                 addr: self.addr.clone(),
                 reason: e.to_string(),
             })?;
-        Ok(Reply {
+        Ok(ServerResponse {
             addr: self.addr.clone(),
             response,
         })
     }
 }
 
-impl Reply {
+impl ServerResponse {
     /// The reply if it is SUCCESS, else the error showing its code and remark.
-    pub fn success(self) -> Result<Reply, AdminError> {
+    pub fn success(self) -> Result<ServerResponse, AdminError> {
         if self.response.code == response::SUCCESS {
             Ok(self)
         } else {

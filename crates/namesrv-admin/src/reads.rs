@@ -11,11 +11,11 @@ use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map, Value};
 
 use crate::error::AdminError;
-use crate::namesrvs::{Namesrvs, Reply};
+use crate::namesrvs::{Namesrvs, ServerResponse};
 use crate::report::{perm, Report, Table};
 
 /// The body as JSON: what the server said, with fastjson's unquoted keys made valid.
-pub fn body_json(reply: &Reply) -> Result<Value, AdminError> {
+pub fn body_json(reply: &ServerResponse) -> Result<Value, AdminError> {
     reply.decode("JSON body", rocketmq_wire::json::parse_value)
 }
 
@@ -145,7 +145,7 @@ pub async fn get_namesrv_config(ns: &Namesrvs) -> Report {
 /// Each server's configuration (a properties-text answer) under a heading naming the server;
 /// `line` renders one key, the one thing in which mqadmin's config listings differ.
 pub fn config_report(
-    outcomes: Vec<Result<Reply, AdminError>>,
+    outcomes: Vec<Result<ServerResponse, AdminError>>,
     line: impl Fn(&str, &str) -> String,
 ) -> Report {
     let mut text = String::new();

@@ -11,14 +11,14 @@ use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Value};
 
 use crate::error::AdminError;
-use crate::namesrvs::{Namesrvs, Reply};
+use crate::namesrvs::{Namesrvs, ServerResponse};
 use crate::report::Report;
 
 /// Sends `request` everywhere; `describe` words one NameServer's success and adds its JSON fields.
 async fn write_all(
     ns: &Namesrvs,
     request: RemotingCommand,
-    describe: impl Fn(&Reply) -> (String, Value),
+    describe: impl Fn(&ServerResponse) -> (String, Value),
 ) -> Report {
     report_each(ns.write_all(request).await, "namesrv", describe)
 }
@@ -26,9 +26,9 @@ async fn write_all(
 /// A line and a JSON entry (keyed `role`: the kind of server) per server's outcome of a change
 /// sent to several; any failure makes the exit code 1.
 pub fn report_each(
-    outcomes: Vec<Result<Reply, AdminError>>,
+    outcomes: Vec<Result<ServerResponse, AdminError>>,
     role: &str,
-    describe: impl Fn(&Reply) -> (String, Value),
+    describe: impl Fn(&ServerResponse) -> (String, Value),
 ) -> Report {
     let mut text = String::new();
     let mut json = Vec::new();

@@ -5,7 +5,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::command::{RemotingCommand, SerializeType};
 use crate::error::FrameError;
-use crate::header;
+use crate::header_codec;
 
 /// Java's default cap on a whole frame, length field included.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -65,8 +65,8 @@ pub fn decode_payload(mut payload: Bytes) -> Result<RemotingCommand, FrameError>
     }
     let header_bytes = payload.split_to(header_len);
     let mut cmd = match ser {
-        SerializeType::Json => header::decode_json(&header_bytes)?,
-        SerializeType::RocketMq => header::decode_binary(&header_bytes)?,
+        SerializeType::Json => header_codec::decode_json(&header_bytes)?,
+        SerializeType::RocketMq => header_codec::decode_binary(&header_bytes)?,
     };
     cmd.body = (!payload.is_empty()).then_some(payload);
     Ok(cmd)
@@ -85,8 +85,8 @@ pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
     dst.put_u32(0);
     dst.put_u32(0);
     match cmd.ser_type {
-        SerializeType::Json => header::encode_json(cmd, dst),
-        SerializeType::RocketMq => header::encode_binary(cmd, dst),
+        SerializeType::Json => header_codec::encode_json(cmd, dst),
+        SerializeType::RocketMq => header_codec::encode_binary(cmd, dst),
     }
     let header_len = dst.len() - start - 8;
     let body = cmd.body.as_deref().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! The RocketMQ remoting wire format, as spoken by the Java NameServer, brokers and clients.
 //!
 //! - [`frame`]: length-prefixed frames and the tokio codec, with a size cap;
-//! - [`header`]: the JSON and binary (ROCKETMQ) header forms;
+//! - [`header_codec`]: the JSON and binary (ROCKETMQ) header forms, encoded and decoded;
 //! - [`headers`]: the typed per-request header objects carried in a command's extFields, and
 //!   the remarks for missing or malformed fields; the controller's in `headers::controller`;
 //! - [`command`]: the in-memory command every frame decodes to;
@@ -26,7 +26,7 @@ pub mod codes;
 pub mod command;
 pub mod error;
 pub mod frame;
-pub mod header;
+pub mod header_codec;
 pub mod headers;
 pub mod json;
 pub mod key_table;

@@ -10,13 +10,13 @@ pub mod store;
 
 use std::io::Cursor;
 
-use crate::state::{Command, Reply};
+use crate::state::{Command, CommandReply};
 
 openraft::declare_raft_types!(
     /// Log entries are controller commands; applying one answers the request it carries.
     pub TypeConfig:
         D = Command,
-        R = Reply,
+        R = CommandReply,
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,

@@ -19,7 +19,7 @@ use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::TypeConfig;
-use crate::state::{ControllerState, Reply};
+use crate::state::{CommandReply, ControllerState};
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -333,7 +333,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((applied.last_applied, applied.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> StoreResult<Vec<Reply>>
+    async fn apply<I>(&mut self, entries: I) -> StoreResult<Vec<CommandReply>>
     where
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -343,11 +343,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             applied.last_applied = Some(entry.log_id);
             match entry.payload {
-                EntryPayload::Blank => replies.push(Reply::default()),
+                EntryPayload::Blank => replies.push(CommandReply::default()),
                 EntryPayload::Normal(cmd) => replies.push(applied.state.apply(&cmd)),
                 EntryPayload::Membership(m) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), m);
-                    replies.push(Reply::default());
+                    replies.push(CommandReply::default());
                 }
             }
         }

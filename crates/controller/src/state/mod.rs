@@ -89,7 +89,7 @@ pub enum Command {
 }
 
 /// The fields a typed response header writes, to be carried where a command cannot go: a
-/// [`Reply`] travels through openraft, which wants it serializable.
+/// [`CommandReply`] travels through openraft, which wants it serializable.
 pub fn header_fields<'a>(header: &impl ResponseHeader<'a>) -> ExtFields {
     header
         .write(RemotingCommand::default())
@@ -100,7 +100,7 @@ pub fn header_fields<'a>(header: &impl ResponseHeader<'a>) -> ExtFields {
 /// An answer: response code (0 = SUCCESS, else Java's ResponseCode numbers 2000..=2016 etc.), remark,
 /// the response header as the wire crate's controller headers write it, optional JSON body.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reply {
+pub struct CommandReply {
     pub code: i32,
     pub remark: Option<String>,
     pub fields: ExtFields,
@@ -108,7 +108,7 @@ pub struct Reply {
     pub role_change: Option<RoleChange>,
 }
 
-impl Reply {
+impl CommandReply {
     /// The value of one response header field.
     pub fn field(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
@@ -261,7 +261,7 @@ fn parse_id_list(text: &str) -> Option<BTreeSet<i64>> {
 impl ControllerState {
     /// Validates one command against the current state exactly as Java's ReplicasInfoManager
     /// does, applies what it decides, and answers. Never panics, whatever the command holds.
-    pub fn apply(&mut self, cmd: &Command) -> Reply {
+    pub fn apply(&mut self, cmd: &Command) -> CommandReply {
         match cmd {
             Command::ApplyBrokerId {
                 cluster_name,
@@ -324,8 +324,8 @@ impl ControllerState {
         broker_name: &str,
         applied: i64,
         register_check_code: &str,
-    ) -> Reply {
-        let reply = Reply::default().with_header(&ApplyBrokerIdResponseHeader {
+    ) -> CommandReply {
+        let reply = CommandReply::default().with_header(&ApplyBrokerIdResponseHeader {
             cluster_name: Some(cluster_name),
             broker_name: Some(broker_name),
         });
@@ -384,13 +384,13 @@ impl ControllerState {
         broker_id: i64,
         broker_address: &str,
         alive: &BTreeSet<i64>,
-    ) -> Reply {
+    ) -> CommandReply {
         let mut header = RegisterBrokerToControllerResponseHeader {
             cluster_name: Some(cluster_name),
             broker_name: Some(broker_name),
             ..Default::default()
         };
-        let reply = Reply::default().with_header(&header);
+        let reply = CommandReply::default().with_header(&header);
         let Some(group) = self.groups.get_mut(broker_name) else {
             return reply.fail(
                 code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
@@ -427,8 +427,8 @@ impl ControllerState {
         new_set: &BTreeSet<i64>,
         sync_state_set_epoch: i32,
         alive: &BTreeSet<i64>,
-    ) -> Reply {
-        let refused = Reply::default().with_header(&AlterSyncStateSetResponseHeader {
+    ) -> CommandReply {
+        let refused = CommandReply::default().with_header(&AlterSyncStateSetResponseHeader {
             new_sync_state_set_epoch: 0,
         });
         let Some(group) = self.groups.get_mut(broker_name) else {
@@ -491,7 +491,7 @@ impl ControllerState {
             );
         }
         group.set_sync_state_set(new_set.clone());
-        Reply::default()
+        CommandReply::default()
             .with_header(&AlterSyncStateSetResponseHeader {
                 new_sync_state_set_epoch: group.sync_state_set_epoch,
             })
@@ -505,9 +505,9 @@ impl ControllerState {
         designate_elect: bool,
         unclean: bool,
         live: &BTreeMap<i64, LiveBroker>,
-    ) -> Reply {
+    ) -> CommandReply {
         let Some(group) = self.groups.get_mut(broker_name) else {
-            return Reply::default().fail(
+            return CommandReply::default().fail(
                 code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                 "Broker hasn't been registered",
             );
@@ -540,7 +540,7 @@ impl ControllerState {
                     broker_member_group: None,
                     sync_state_set: group.sync_state_set.clone(),
                 };
-                Reply::default()
+                CommandReply::default()
                     .with_header(&group.elected(master))
                     .with_body(body.encode())
                     .fail(
@@ -560,7 +560,7 @@ impl ControllerState {
                     }),
                     sync_state_set: group.sync_state_set.clone(),
                 };
-                let mut reply = Reply::default()
+                let mut reply = CommandReply::default()
                     .with_header(&group.elected(master))
                     .with_body(body.encode());
                 reply.role_change = Some(RoleChange {
@@ -580,12 +580,12 @@ impl ControllerState {
             // members remain the first candidates once one of them comes back.
             None if requester.is_none() => {
                 group.set_master(None);
-                Reply::default().fail(
+                CommandReply::default().fail(
                     code::CONTROLLER_MASTER_NOT_AVAILABLE,
                     "The old master is down and no new master could be elected",
                 )
             }
-            None => Reply::default().fail(
+            None => CommandReply::default().fail(
                 code::CONTROLLER_ELECT_MASTER_FAILED,
                 "Failed to elect a new master",
             ),
@@ -598,9 +598,9 @@ impl ControllerState {
         ids_to_clean: Option<&str>,
         clean_living_broker: bool,
         alive: &BTreeSet<i64>,
-    ) -> Reply {
+    ) -> CommandReply {
         let invalid = |remark: String| {
-            Reply::default().fail(code::CONTROLLER_INVALID_CLEAN_BROKER_METADATA, remark)
+            CommandReply::default().fail(code::CONTROLLER_INVALID_CLEAN_BROKER_METADATA, remark)
         };
         let ids = match ids_to_clean.filter(|text| !is_blank(text)) {
             None => None,
@@ -645,7 +645,7 @@ impl ControllerState {
         };
         let Some(ids) = ids else {
             self.groups.remove(broker_name);
-            return Reply::default();
+            return CommandReply::default();
         };
         for id in &ids {
             group.brokers.remove(id);
@@ -659,16 +659,16 @@ impl ControllerState {
         if group.brokers.is_empty() {
             self.groups.remove(broker_name);
         }
-        Reply::default()
+        CommandReply::default()
     }
 
     /// 1012 CONTROLLER_GET_NEXT_BROKER_ID.
-    pub fn next_broker_id(&self, cluster_name: &str, broker_name: &str) -> Reply {
+    pub fn next_broker_id(&self, cluster_name: &str, broker_name: &str) -> CommandReply {
         let next = self
             .groups
             .get(broker_name)
             .map_or(FIRST_BROKER_ID, |g| g.next_assign_broker_id);
-        Reply::default().with_header(&GetNextBrokerIdResponseHeader {
+        CommandReply::default().with_header(&GetNextBrokerIdResponseHeader {
             cluster_name: Some(cluster_name),
             broker_name: Some(broker_name),
             next_broker_id: Some(next),
@@ -676,15 +676,15 @@ impl ControllerState {
     }
 
     /// 1004 CONTROLLER_GET_REPLICA_INFO.
-    pub fn replica_info(&self, broker_name: &str) -> Reply {
+    pub fn replica_info(&self, broker_name: &str) -> CommandReply {
         let Some(group) = self.groups.get(broker_name) else {
-            return Reply::default().fail(
+            return CommandReply::default().fail(
                 code::CONTROLLER_BROKER_METADATA_NOT_EXIST,
                 "Broker metadata is not existed",
             );
         };
         let master = group.master_broker_id;
-        Reply::default()
+        CommandReply::default()
             .with_header(&GetReplicaInfoResponseHeader {
                 master_broker_id: master,
                 master_address: master.and_then(|m| group.address_of(m)),
@@ -699,7 +699,7 @@ impl ControllerState {
         &self,
         broker_names: &[String],
         alive: &dyn Fn(&str, &str, i64) -> bool,
-    ) -> Reply {
+    ) -> CommandReply {
         let names: BTreeSet<&str> = broker_names.iter().map(String::as_str).collect();
         let replicas_info_table = names
             .into_iter()
@@ -732,7 +732,7 @@ impl ControllerState {
                 (name.clone(), info)
             })
             .collect();
-        Reply::default().with_body(
+        CommandReply::default().with_body(
             BrokerReplicasInfo {
                 replicas_info_table,
             }

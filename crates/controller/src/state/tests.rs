@@ -45,7 +45,7 @@ fn live(list: &[i64]) -> BTreeMap<i64, LiveBroker> {
     list.iter().map(|id| live_broker(*id, 0, 0, 0)).collect()
 }
 
-fn apply_id(s: &mut ControllerState, id: i64) -> Reply {
+fn apply_id(s: &mut ControllerState, id: i64) -> CommandReply {
     s.apply(&Command::ApplyBrokerId {
         cluster_name: CLUSTER.into(),
         broker_name: GROUP.into(),
@@ -54,7 +54,7 @@ fn apply_id(s: &mut ControllerState, id: i64) -> Reply {
     })
 }
 
-fn register(s: &mut ControllerState, id: i64, address: &str, alive: &[i64]) -> Reply {
+fn register(s: &mut ControllerState, id: i64, address: &str, alive: &[i64]) -> CommandReply {
     s.apply(&Command::RegisterBroker {
         cluster_name: CLUSTER.into(),
         broker_name: GROUP.into(),
@@ -79,7 +79,7 @@ fn elect_cmd(
     }
 }
 
-fn elect(s: &mut ControllerState, broker_id: Option<i64>, alive: &[i64]) -> Reply {
+fn elect(s: &mut ControllerState, broker_id: Option<i64>, alive: &[i64]) -> CommandReply {
     s.apply(&elect_cmd(broker_id, false, false, live(alive)))
 }
 
@@ -90,7 +90,7 @@ fn alter(
     set: &[i64],
     set_epoch: i32,
     alive: &[i64],
-) -> Reply {
+) -> CommandReply {
     s.apply(&Command::AlterSyncStateSet {
         broker_name: GROUP.into(),
         master_broker_id: master,
@@ -106,7 +106,7 @@ fn clean(
     ids_to_clean: Option<&str>,
     living: bool,
     alive: &[i64],
-) -> Reply {
+) -> CommandReply {
     s.apply(&Command::CleanBrokerData {
         cluster_name: Some(CLUSTER.into()),
         broker_name: GROUP.into(),
@@ -116,7 +116,7 @@ fn clean(
     })
 }
 
-fn body(reply: &Reply) -> String {
+fn body(reply: &CommandReply) -> String {
     String::from_utf8(reply.body.clone().expect("a body")).unwrap()
 }
 
