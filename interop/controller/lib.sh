@@ -83,7 +83,7 @@ ctl_binaries() { # IMPL MODE NAMESRV_KIND
   fi
   if [[ $impl == rust && $mode == standalone ]]; then
     CTL_BIN=${MQCONTROLLER:-$ROOT/target/debug/mqcontroller}
-    [[ -x $CTL_BIN ]] || { echo "no mqcontroller binary at $CTL_BIN (set MQCONTROLLER, or build it: cargo build -p controller --bin mqcontroller)"; return 1; }
+    [[ -x $CTL_BIN ]] || { echo "no mqcontroller binary at $CTL_BIN (set MQCONTROLLER, or build it: cargo build -p rocketmq-controller --bin mqcontroller)"; return 1; }
   fi
   # Run copies: a rebuild of target/debug during the run must not swap the binary under a restart.
   mkdir -p "$WORK/bin"

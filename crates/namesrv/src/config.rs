@@ -173,7 +173,7 @@ impl Settings {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        for key in namesrv_controller::config::KNOWN {
+        for key in rocketmq_controller::config::KNOWN {
             if let Some(value) = self.server.get(key) {
                 props.push((key.to_string(), value));
             }

@@ -107,12 +107,12 @@ pub async fn run(
     let controller = if server.enable_controller_in_namesrv {
         let home = std::env::var_os("HOME")
             .map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from);
-        let config = namesrv_controller::ControllerConfig::from_properties(
+        let config = rocketmq_controller::ControllerConfig::from_properties(
             &settings.controller_properties(),
             &home,
         )
         .context("enableControllerInNamesrv is on but the controller config is invalid")?;
-        Some(namesrv_controller::start(config).await?)
+        Some(rocketmq_controller::start(config).await?)
     } else {
         None
     };

@@ -267,7 +267,7 @@ impl Default for Metrics {
 }
 
 /// The embedded controller node's figures, read at scrape time.
-struct ControllerCollector(Arc<namesrv_controller::Controller>);
+struct ControllerCollector(Arc<rocketmq_controller::Controller>);
 
 impl std::fmt::Debug for ControllerCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -366,8 +366,8 @@ impl Collector for ControllerCollector {
             (
                 "controller_master_epoch",
                 "Master epoch of each broker group",
-                (|g: &namesrv_controller::state::GroupView| g.master_epoch as i64)
-                    as fn(&namesrv_controller::state::GroupView) -> i64,
+                (|g: &rocketmq_controller::replicated::GroupView| g.master_epoch as i64)
+                    as fn(&rocketmq_controller::replicated::GroupView) -> i64,
             ),
             (
                 "controller_sync_state_set_size",
@@ -396,7 +396,7 @@ impl Collector for ControllerCollector {
 
 impl Metrics {
     /// Adds the embedded controller node's figures to every scrape.
-    pub fn watch_controller(&mut self, controller: Arc<namesrv_controller::Controller>) {
+    pub fn watch_controller(&mut self, controller: Arc<rocketmq_controller::Controller>) {
         self.registry
             .register_collector(Box::new(ControllerCollector(controller)));
     }

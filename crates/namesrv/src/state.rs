@@ -46,7 +46,7 @@ pub struct State {
     /// Where the remoting listener is bound.
     pub remoting_addr: SocketAddr,
     /// The embedded controller node, when `enableControllerInNamesrv` is on.
-    pub controller: Option<Arc<namesrv_controller::Controller>>,
+    pub controller: Option<Arc<rocketmq_controller::Controller>>,
     pub started: Instant,
     pub shutting_down: AtomicBool,
 }

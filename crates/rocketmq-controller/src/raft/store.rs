@@ -19,7 +19,7 @@ use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::TypeConfig;
-use crate::state::{CommandReply, ControllerState};
+use crate::replicated::{CommandReply, ControllerState};
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

@@ -10,7 +10,7 @@ pub mod store;
 
 use std::io::Cursor;
 
-use crate::state::{Command, CommandReply};
+use crate::replicated::{Command, CommandReply};
 
 openraft::declare_raft_types!(
     /// Log entries are controller commands; applying one answers the request it carries.

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::state::LiveBroker;
+use crate::replicated::LiveBroker;
 
 /// Java's default `controllerHeartBeatTimeoutMills`, used when a heartbeat does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

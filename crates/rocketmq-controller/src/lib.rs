@@ -8,7 +8,7 @@
 //! - [`handler`]: the controller's requests, one `match` over the request code;
 //! - [`node`]: one node: its Raft member, its heartbeat table and a leader's background duties;
 //! - [`heartbeat`]: which brokers this node hears from, kept per node since liveness is not state;
-//! - [`state`]: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
+//! - [`replicated`]: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
 //! - [`raft`]: openraft around that state: the redb log and snapshots, the transport between nodes;
 //! - [`notify`]: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes.
 
@@ -19,7 +19,7 @@ pub mod node;
 pub mod notify;
 pub mod raft;
 pub mod server;
-pub mod state;
+pub mod replicated;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use rocketmq_wire::body::{RoleChangeNotifyEntry, SyncStateSet};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
-use crate::state::RoleChange;
+use crate::replicated::RoleChange;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use namesrv_controller::ControllerConfig;
+use rocketmq_controller::ControllerConfig;
 
 #[derive(Parser)]
 #[command(
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let running = match namesrv_controller::start(config).await {
+        let running = match rocketmq_controller::start(config).await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{e:#}");

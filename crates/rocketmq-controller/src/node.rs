@@ -18,11 +18,11 @@ use crate::raft::codes;
 use crate::raft::network::Network;
 use crate::raft::store::{self, Applied, LogStore, StateMachine};
 use crate::raft::Raft;
-use crate::state::{Command, CommandReply, GroupView, RoleChange};
+use crate::replicated::{Command, CommandReply, GroupView, RoleChange};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
-pub use crate::state::code as response;
+pub use crate::replicated::code as response;
 
 /// Raft timing, by default (`controllerRaftHeartbeatIntervalMs`, `controllerElectionTimeoutMs`).
 /// openraft 0.9 makes a follower that knows a leader wait the longest election timeout (its view
@@ -473,7 +473,7 @@ impl Controller {
     }
 
     /// The facts of a broker name's live members, fixed into an election command.
-    pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::state::LiveBroker> {
+    pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::replicated::LiveBroker> {
         self.live_table().live_of(broker_name, Instant::now())
     }
 

@@ -18,7 +18,7 @@ use rocketmq_wire::{ExtFields, RemotingCommand};
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
 use crate::node::{response, ConsensusError, Controller};
 use crate::raft::codes;
-use crate::state::{header_fields, Command, CommandReply};
+use crate::replicated::{header_fields, Command, CommandReply};
 
 /// Header fields a request may carry in all: names, addresses and check codes are short.
 const MAX_HEADER_BYTES: usize = 16 * 1024;
