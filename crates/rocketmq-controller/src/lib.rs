@@ -18,8 +18,8 @@ pub mod heartbeat;
 pub mod node;
 pub mod notify;
 pub mod raft;
-pub mod server;
 pub mod replicated;
+pub mod server;
 
 use std::sync::Arc;
 
