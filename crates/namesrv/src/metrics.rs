@@ -366,8 +366,8 @@ impl Collector for ControllerCollector {
             (
                 "controller_master_epoch",
                 "Master epoch of each broker group",
-                (|g: &rocketmq_controller::replicated::GroupView| g.master_epoch as i64)
-                    as fn(&rocketmq_controller::replicated::GroupView) -> i64,
+                (|g: &rocketmq_controller::GroupView| g.master_epoch as i64)
+                    as fn(&rocketmq_controller::GroupView) -> i64,
             ),
             (
                 "controller_sync_state_set_size",

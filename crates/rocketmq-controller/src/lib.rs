@@ -4,29 +4,30 @@
 //! or inside the NameServer (`enableControllerInNamesrv=true`).
 //!
 //! - [`config`]: Java's `ControllerConfig` keys, so a Java controller config file works unchanged;
-//! - [`server`]: the peer port (brokers, admin tools, other nodes), bounded like the NameServer's;
-//! - [`handler`]: the controller's requests, one `match` over the request code;
-//! - [`node`]: one node: its Raft member, its heartbeat table and a leader's background duties;
-//! - [`heartbeat`]: which brokers this node hears from, kept per node since liveness is not state;
-//! - [`replicated`]: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
-//! - [`raft`]: openraft around that state: the redb log and snapshots, the transport between nodes;
-//! - [`notify`]: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes.
+//! - `server`: the peer port (brokers, admin tools, other nodes), bounded like the NameServer's;
+//! - `handler`: the controller's requests, one `match` over the request code;
+//! - `node`: one node: its Raft member, its heartbeat table and a leader's background duties;
+//! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;
+//! - `replicated`: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
+//! - `raft`: openraft around that state: the redb log and snapshots, the transport between nodes;
+//! - `notify`: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes.
 
 pub mod config;
-pub mod handler;
-pub mod heartbeat;
-pub mod node;
-pub mod notify;
-pub mod raft;
-pub mod replicated;
-pub mod server;
+mod handler;
+mod heartbeat;
+mod node;
+mod notify;
+mod raft;
+mod replicated;
+mod server;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 pub use config::ControllerConfig;
-pub use node::Controller;
+pub use node::{Controller, ControllerView};
+pub use replicated::GroupView;
 
 /// A running controller node.
 pub struct Running {

@@ -199,7 +199,7 @@ struct Status {
     series: SeriesView,
     /// The embedded controller node, when `enableControllerInNamesrv` is on.
     #[serde(skip_serializing_if = "Option::is_none")]
-    controller: Option<rocketmq_controller::node::ControllerView>,
+    controller: Option<rocketmq_controller::ControllerView>,
 }
 
 #[derive(Serialize)]
@@ -719,7 +719,7 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     page
 }
 
-fn controller_section(page: &mut String, c: &rocketmq_controller::node::ControllerView) {
+fn controller_section(page: &mut String, c: &rocketmq_controller::ControllerView) {
     let leader = match (&c.leader_id, &c.leader_address) {
         (Some(id), Some(addr)) => format!("{id} ({addr})"),
         _ => "none".to_string(),
