@@ -205,17 +205,7 @@ impl Settings {
     /// Every key with its value, sorted by key, as GET_NAMESRV_CONFIG and the persisted file
     /// show them.
     pub fn listing(&self) -> String {
-        let mut all: BTreeMap<&str, String> = self
-            .extras
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .collect();
-        for (k, v) in self.server.entries() {
-            match v {
-                Some(v) => all.insert(k, v),
-                None => all.remove(k),
-            };
-        }
+        let all = rocketmq_wire::key_table::merged(&self.extras, self.server.entries());
         rocketmq_wire::properties::write(all.iter().map(|(k, v)| (*k, v.as_str())))
     }
 }

@@ -300,16 +300,7 @@ impl ControllerConfig {
     /// the table's values as given, with what the node derived for the group, its id, the
     /// store and the members (Java lists the values its config object holds).
     pub fn listing(&self) -> String {
-        let mut all: BTreeMap<&str, String> = self
-            .extras
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .collect();
-        for (k, v) in self.table.entries() {
-            if let Some(v) = v {
-                all.insert(k, v);
-            }
-        }
+        let mut all = rocketmq_wire::key_table::merged(&self.extras, self.table.entries());
         all.insert(keys::GROUP, self.group.clone());
         all.insert(keys::SELF_ID, self.self_id.clone());
         all.insert(keys::STORE_PATH, self.store_path.display().to_string());

@@ -4,7 +4,7 @@
 //! The NameServer's and the controller's settings are both declared through it, and both list
 //! themselves with [`crate::properties::write`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A setting's value as Java's property binding converts it from text, and as a listing shows it.
 pub trait PropertyValue: Sized {
@@ -118,6 +118,26 @@ macro_rules! key_table {
             }
         }
     };
+}
+
+/// Every key of a config with its value, sorted by key, as a listing shows them: the keys of its
+/// file that are not in its table, then the table's `entries` over them (an unset one leaves
+/// the key out).
+pub fn merged<'a>(
+    extras: &'a BTreeMap<String, String>,
+    entries: Vec<(&'static str, Option<String>)>,
+) -> BTreeMap<&'a str, String> {
+    let mut all: BTreeMap<&str, String> = extras
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    for (k, v) in entries {
+        match v {
+            Some(v) => all.insert(k, v),
+            None => all.remove(k),
+        };
+    }
+    all
 }
 
 /// The keys a remote config update may never change: the server's own fixed list and prefixes,
