@@ -120,12 +120,9 @@ impl EventLog {
 }
 
 /// A broker's protocol version as RocketMQ names the release (`V5_3_3`), or the number when
-/// the release is not known.
+/// it is negative (no release has such a number).
 pub fn version_name(ordinal: i32) -> String {
-    match version::release_name(ordinal) {
-        Some(name) => format!("V{}", name.replace('.', "_")),
-        None => ordinal.to_string(),
-    }
+    version::java_name(ordinal).unwrap_or_else(|| ordinal.to_string())
 }
 
 /// A duration for people: tenths of a second below 10 s, whole seconds above.

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::State as AxumState;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -127,6 +127,7 @@ async fn connection(
     _slot: Slot,
 ) {
     let _ = stream.set_nodelay(true);
+    let arrived_on = stream.local_addr().ok().map(|a| ArrivedOn(a.ip()));
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Watched {
         io: stream,
@@ -134,7 +135,10 @@ async fn connection(
     });
     let app = TowerToHyperService::new(app);
     let watch = activity.clone();
-    let service = hyper::service::service_fn(move |request| {
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+        if let Some(arrived_on) = arrived_on {
+            request.extensions_mut().insert(arrived_on);
+        }
         let busy = Busy::new(watch.clone());
         let answer = hyper::service::Service::call(&app, request);
         async move {
@@ -310,30 +314,29 @@ async fn ready(AxumState(http): AxumState<Http>) -> Response {
 
 /// What a Java client's address-server lookup expects: `host:port;host:port`. Unless
 /// configured, the address the caller reached us by, with the remoting port.
-async fn nsaddr(AxumState(http): AxumState<Http>, headers: HeaderMap) -> Response {
+/// The local address an HTTP connection arrived on, for answers that name this server.
+#[derive(Clone, Copy)]
+struct ArrivedOn(std::net::IpAddr);
+
+/// The address list clients fetch to find NameServers: the configured `advertisedAddresses`;
+/// else the remoting port at the address it is bound to or, bound to every interface, at the
+/// address this request arrived on. Never a name the client sent (a Host header): a cache in
+/// front of this endpoint could then be made to send every client to another server.
+async fn nsaddr(
+    AxumState(http): AxumState<Http>,
+    arrived_on: Option<axum::Extension<ArrivedOn>>,
+) -> Response {
     let state = &http.state;
-    let (configured, port) = {
-        let s = state.config.settings();
-        (
-            s.server.advertised_addresses.clone(),
-            state.remoting_addr.port(),
-        )
-    };
+    let configured = state.config.settings().server.advertised_addresses.clone();
     if !configured.trim().is_empty() {
         return text(configured.trim().to_string());
     }
-    // The client connects wherever this names: a Host header is only echoed when it is
-    // plainly a host, never markup, paths or anything longer than a DNS name.
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .and_then(host_of)
-        .map(str::to_string)
-        .unwrap_or_else(|| match state.remoting_addr.ip() {
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            ip => ip.to_string(),
-        });
-    text(format!("{host}:{port}"))
+    let bound = state.remoting_addr;
+    let ip = match arrived_on {
+        Some(axum::Extension(ArrivedOn(ip))) if bound.ip().is_unspecified() => ip,
+        _ => bound.ip(),
+    };
+    text(std::net::SocketAddr::new(ip, bound.port()).to_string())
 }
 
 /// The host part of a Host header value (`host`, `host:port`, `[v6]` or `[v6]:port`) when it

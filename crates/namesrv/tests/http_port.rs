@@ -1,7 +1,7 @@
 //! The HTTP port under hostile or heavy use: connections that never finish, more connections
 //! than the process has descriptors for, a status page over a large registry, label values
 //! that try to forge metric series, arbitrary request codes during a graceful shutdown, and
-//! Host headers that are not hosts.
+//! Host headers that name another server.
 
 mod support;
 use support::MQNAMESRV;
@@ -384,37 +384,36 @@ async fn nsaddr_for_host(server: &Server, host: &str) -> String {
 }
 
 #[tokio::test]
-async fn nsaddr_never_echoes_a_host_header_that_is_not_a_host() {
+async fn nsaddr_never_echoes_a_host_header() {
     let server = MQNAMESRV.start();
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let bound = format!("127.0.0.1:{port}");
     let long = "a".repeat(300);
-    let dotted = format!("{}.example", "a.".repeat(130));
-    for hostile in [
-        "evil.com:1/../x",
-        "a b",
-        "x\"y",
-        long.as_str(),
-        dotted.as_str(),
-        "<script>",
-        "evil.com:1;evil.org:2",
-        "evil.com:99999999",
-        "[::1]x",
-        "-evil.com",
+    let http_port = server.http_addr().rsplit(':').next().unwrap().to_string();
+    for host in [
+        "attacker.example:80".to_string(),
+        "ns.example.com".into(),
+        format!("127.0.0.1:{http_port}"),
+        "[::1]:9877".into(),
+        "evil.com:1/../x".into(),
+        "a b".into(),
+        "<script>".into(),
+        long,
     ] {
-        let answer = nsaddr_for_host(&server, hostile).await;
         assert_eq!(
-            answer, bound,
-            "Host {hostile:?} answers the bound remoting address"
+            nsaddr_for_host(&server, &host).await,
+            bound,
+            "Host {host:?} answers the bound remoting address"
         );
     }
-    let http_port = server.http_addr().rsplit(':').next().unwrap().to_string();
-    for (host, expected) in [
-        (format!("127.0.0.1:{http_port}"), bound.clone()),
-        ("ns.example.com".into(), format!("ns.example.com:{port}")),
-        ("ns-1.local:8080".into(), format!("ns-1.local:{port}")),
-        ("[::1]:9877".into(), format!("[::1]:{port}")),
-    ] {
-        assert_eq!(nsaddr_for_host(&server, &host).await, expected);
-    }
+}
+
+#[tokio::test]
+async fn nsaddr_of_a_server_bound_to_every_interface_names_the_address_a_request_arrived_on() {
+    let server = MQNAMESRV.start_with("bindAddress=0.0.0.0");
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    assert_eq!(
+        nsaddr_for_host(&server, "attacker.example:80").await,
+        format!("127.0.0.1:{port}")
+    );
 }

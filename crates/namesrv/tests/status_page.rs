@@ -448,3 +448,19 @@ async fn the_page_names_the_address_clients_reach_never_the_wildcard_bind() {
     assert!(title.ends_with(port), "{title}");
     assert!(!title.contains("0.0.0.0"), "{title}");
 }
+
+#[tokio::test]
+async fn an_empty_server_says_what_its_empty_tables_mean() {
+    let server = MQNAMESRV.start();
+    let page = server.http_get("/").await;
+    for line in [
+        "<tr class=empty><td colspan=3>no cluster registered</td></tr>",
+        "<tr class=empty><td colspan=9>no broker registered</td></tr>",
+        "<tr class=empty><td colspan=3>no KV entries</td></tr>",
+        "<li class=muted>no masterless or read-only groups</li>",
+    ] {
+        assert!(page.contains(line), "{line} missing");
+    }
+    // Nothing is flagged, so nothing is in the alarm colour.
+    assert!(page.contains("#attention li.muted,tr.empty td{color:#777}"));
+}

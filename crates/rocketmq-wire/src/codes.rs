@@ -88,33 +88,52 @@ pub mod version {
     /// The version this implementation speaks as, and puts in its responses.
     pub const CURRENT: i32 = 479;
 
-    /// Release names of the ordinals peers commonly send, for people reading them.
-    pub fn release_name(ordinal: i32) -> Option<&'static str> {
-        Some(match ordinal {
-            37 => "3.0.11",
-            273 => "4.3.0",
-            293 => "4.4.0",
-            313 => "4.5.0",
-            317 => "4.5.2",
-            353 => "4.7.0",
-            373 => "4.8.0",
-            393 => "4.9.0",
-            399 => "4.9.3",
-            401 => "4.9.4",
-            407 => "4.9.7",
-            409 => "4.9.8",
-            413 => "5.0.0",
-            433 => "5.1.0",
-            441 => "5.1.4",
-            453 => "5.2.0",
-            473 => "5.3.0",
-            475 => "5.3.1",
-            477 => "5.3.2",
-            479 => "5.3.3",
-            513 => "5.5.0",
-            _ => return None,
-        })
+    /// The name Java gives a version ordinal (`MQVersion.Version`, e.g. `V5_5_1` or
+    /// `V5_4_0_SNAPSHOT`), for people reading it; Java names every ordinal past its list
+    /// `HIGHER_VERSION`. `None` for a negative ordinal.
+    pub fn java_name(ordinal: i32) -> Option<String> {
+        let mut i = usize::try_from(ordinal).ok()?;
+        if let Some(pre) = V3_0_0.get(i) {
+            return Some(format!("V3_0_0_{pre}"));
+        }
+        i -= V3_0_0.len();
+        // After 3.0.0 the list is regular: a snapshot, then the release, of every version of
+        // these runs of patch numbers, in order.
+        let runs = [(3, 0, 1..=15), (3, 1, 0..=9), (3, 2, 0..=9)]
+            .into_iter()
+            .chain((3..=9).map(|minor| (3, minor, 1..=9)))
+            .chain((4..=5).flat_map(|major| (0..=9).map(move |minor| (major, minor, 0..=9))));
+        for (major, minor, patches) in runs {
+            let len = 2 * patches.clone().count();
+            if i < len {
+                let patch = patches.start() + i as u32 / 2;
+                let snapshot = if i % 2 == 0 { "_SNAPSHOT" } else { "" };
+                return Some(format!("V{major}_{minor}_{patch}{snapshot}"));
+            }
+            i -= len;
+        }
+        Some("HIGHER_VERSION".to_string())
     }
+
+    /// 3.0.0's pre-releases, the only irregular part of Java's list.
+    const V3_0_0: [&str; 16] = [
+        "SNAPSHOT",
+        "ALPHA1",
+        "BETA1",
+        "BETA2",
+        "BETA3",
+        "BETA4",
+        "BETA5",
+        "BETA6_SNAPSHOT",
+        "BETA6",
+        "BETA7_SNAPSHOT",
+        "BETA7",
+        "BETA8_SNAPSHOT",
+        "BETA8",
+        "BETA9_SNAPSHOT",
+        "BETA9",
+        "FINAL",
+    ];
 }
 
 /// The sender's language, carried by name in JSON headers and by code in binary headers.

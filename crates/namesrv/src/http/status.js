@@ -8,10 +8,17 @@
   const uptime = (s) => s < 60 ? s + ' s' : s < 3600 ? Math.floor(s / 60) + ' min ' + s % 60 + ' s'
     : s < 86400 ? Math.floor(s / 3600) + ' h ' + Math.floor(s % 3600 / 60) + ' min'
     : Math.floor(s / 86400) + ' d ' + Math.floor(s % 86400 / 3600) + ' h';
-  function fill(id, rows) {
+  function fill(id, rows, empty) {
     const table = $(id);
     if (!table) return;
     while (table.rows.length > 1) table.deleteRow(1);
+    if (!rows.length && empty) {
+      const tr = table.insertRow();
+      tr.className = 'empty';
+      const td = tr.insertCell();
+      td.colSpan = table.rows[0].cells.length;
+      td.textContent = empty;
+    }
     for (const cells of rows) {
       const tr = table.insertRow();
       for (const c of cells) {
@@ -46,7 +53,7 @@
     $('address').textContent = s.server.address;
     $('uptime').textContent = uptime(s.server.uptime_s);
     $('ready').textContent = s.server.ready ? 'ready' : 'not ready';
-    fill('clusters', s.clusters.map((c) => [c.name, c.groups, c.addresses]));
+    fill('clusters', s.clusters.map((c) => [c.name, c.groups, c.addresses]), 'no cluster registered');
     const attention = $('attention');
     attention.replaceChildren(...s.flagged.map((g) => {
       const li = document.createElement('li');
@@ -61,9 +68,9 @@
     }
     fill('brokers', s.brokers.rows.map((b) => [b.cluster, b.name, b.id, b.role, b.addr, b.version ?? '-',
       b.heartbeat ? [secs(b.heartbeat.age_ms) + ' / ' + secs(b.heartbeat.timeout_ms), 'hb-' + b.heartbeat.health] : ['not live', 'hb-dead'],
-      b.topics, b.flags.join(', ')]));
+      b.topics, b.flags.join(', ')]), 'no broker registered');
     document.querySelector('#topics p').textContent = s.topics + ' topics';
-    fill('changes', s.changes.map((e) => [clock(e.at_ms), e.label, e.what, e.detail]));
+    fill('changes', s.changes.map((e) => [clock(e.at_ms), e.label, e.what, e.detail]), 'no change since the server started');
     const span = s.series.span_s * 1000, points = s.series.points;
     chart('chart-rate', points.map((p) => [p.at_ms, p.secs > 0 ? p.requests / p.secs : 0]), s.now_ms, span, rate);
     chart('chart-p99', points.map((p) => [p.at_ms, p.p99_us]), s.now_ms, span, micros);

@@ -533,6 +533,15 @@ fn chart(
     );
 }
 
+/// The line an empty table shows instead of only its header: what the emptiness means.
+fn empty_row(page: &mut String, columns: usize, text: &str) {
+    let _ = write!(
+        page,
+        "<tr class=empty><td colspan={columns}>{}</td></tr>",
+        esc(text)
+    );
+}
+
 fn cells(page: &mut String, cells: &[&str]) {
     page.push_str("<tr>");
     for cell in cells {
@@ -607,6 +616,9 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
             &[&c.name, &c.groups.to_string(), &c.addresses.to_string()],
         );
     }
+    if s.clusters.is_empty() {
+        empty_row(&mut page, 3, "no cluster registered");
+    }
     page.push_str("</table>");
     not_shown(&mut page, s.clusters_more, "clusters");
 
@@ -664,6 +676,9 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
             b.flags.join(", ")
         );
     }
+    if s.brokers.rows.is_empty() {
+        empty_row(&mut page, 9, "no broker registered");
+    }
     page.push_str("</table>");
     let b = &s.brokers;
     if b.pages > 1 {
@@ -692,6 +707,9 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     for e in &s.changes {
         cells(&mut page, &[&clock(e.at_ms), e.label, &e.what, &e.detail]);
     }
+    if s.changes.is_empty() {
+        empty_row(&mut page, 4, "no change since the server started");
+    }
     page.push_str("</table>");
 
     let _ = write!(
@@ -709,6 +727,9 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     );
     for (ns, k, v) in &entries {
         cells(&mut page, &[ns, k, v]);
+    }
+    if entries.is_empty() {
+        empty_row(&mut page, 3, "no KV entries");
     }
     page.push_str("</table>");
     not_shown(&mut page, total - entries.len(), "KV entries");
