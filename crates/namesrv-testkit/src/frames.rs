@@ -64,3 +64,13 @@ pub async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
     stream.read_exact(&mut payload).await.ok()?;
     Some(payload)
 }
+
+/// Whether the peer closed `stream` within `wait`: a read that ends (or fails), not one still
+/// waiting for data and not an answer.
+pub async fn closed_within(stream: &mut TcpStream, wait: std::time::Duration) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(wait, stream.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use namesrv_testkit::free_port;
+use namesrv_testkit::{closed_within, free_port};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -124,17 +124,6 @@ fn print_config_item_lists_every_key_and_exits() {
         listing.contains("scanNotActiveBrokerInterval=5000\n"),
         "{listing}"
     );
-}
-
-/// Whether the server closed `stream` within `wait` (a read that ends, rather than one that
-/// is still waiting for data).
-async fn closed_within(stream: &mut tokio::net::TcpStream, wait: Duration) -> bool {
-    use tokio::io::AsyncReadExt;
-    let mut byte = [0u8; 1];
-    matches!(
-        tokio::time::timeout(wait, stream.read(&mut byte)).await,
-        Ok(Ok(0)) | Ok(Err(_))
-    )
 }
 
 #[tokio::test]
