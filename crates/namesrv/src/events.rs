@@ -206,7 +206,11 @@ mod tests {
     fn versions_are_named_as_releases() {
         assert_eq!(version_name(479), "V5_3_3");
         assert_eq!(version_name(401), "V4_9_4");
-        assert_eq!(version_name(123_456), "123456");
+        assert_eq!(version_name(493), "V5_4_0");
+        assert_eq!(version_name(515), "V5_5_1");
+        // Past Java's list, Java's own name for it; a negative number names no release.
+        assert_eq!(version_name(123_456), "HIGHER_VERSION");
+        assert_eq!(version_name(-3), "-3");
     }
 
     #[test]
