@@ -22,9 +22,6 @@ use crate::handler;
 use crate::node::{next_connection_id, Controller};
 
 const IN_FLIGHT_PER_CONNECTION: usize = 64;
-/// Descriptors kept back for the store, the NameServer's own port when embedded, and the
-/// connections this node opens to its peers and to brokers.
-const FD_RESERVE: u64 = 256;
 
 pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
     let addr: SocketAddr = tokio::net::lookup_host(addr)
@@ -37,12 +34,10 @@ pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
 /// Serves connections until `stop` is cancelled.
 pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: CancellationToken) {
     let limits: PortLimits = controller.config().port;
-    let fd_limit = admission::open_files_limit().unwrap_or(1024);
-    let admission = Arc::new(Admission::new(admission::Limits::derive(
-        limits.max_connections,
+    // The total is always configured (at least 16), so the open-files limit plays no part.
+    let admission = Arc::new(Admission::new(admission::Limits::with_total(
+        limits.max_connections as usize,
         limits.max_connections_per_address,
-        fd_limit,
-        FD_RESERVE,
     )));
     // Brokers filling the port must not cut the nodes off from each other.
     for ip in controller.peer_ips() {

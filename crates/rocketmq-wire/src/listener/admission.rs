@@ -33,6 +33,11 @@ impl Limits {
             let usable = fd_limit.saturating_sub(fd_reserve.max(fd_limit / 10));
             usable.clamp(64, 100_000) as usize
         };
+        Self::with_total(total, per_address)
+    }
+
+    /// Limits for a configured `total`, where a `per_address` of 0 or less is a quarter of it.
+    pub fn with_total(total: usize, per_address: i64) -> Self {
         let per_address = if per_address > 0 {
             per_address as usize
         } else {
