@@ -217,6 +217,26 @@ async fn older_state_version_cannot_take_over_an_id() {
 }
 
 #[tokio::test]
+async fn a_second_master_at_the_same_master_epoch_does_not_take_id_0() {
+    let server = MQNAMESRV.start();
+    let client = server.client().await;
+    let master = Broker::new("c", "b", 0, MASTER);
+    call(&client, master.register_request(&BASE_TOPICS, dv(1, 3))).await;
+    // A demoted master whose registration as master was built before its version moved to epoch 3.
+    let demoted = Broker::new("c", "b", 0, SLAVE);
+    let resp = call(&client, demoted.register_request(&BASE_TOPICS, dv(9, 3))).await;
+    assert_eq!(resp.code, response::SUCCESS, "ignored quietly");
+    assert_eq!(resp.ext("masterAddr"), None);
+    let r = route(&client, "TopicTest").await.unwrap();
+    assert_eq!(r.broker_datas[0].broker_addrs[&0], MASTER);
+
+    // The next epoch's master takes the id.
+    call(&client, demoted.register_request(&BASE_TOPICS, dv(10, 4))).await;
+    let r = route(&client, "TopicTest").await.unwrap();
+    assert_eq!(r.broker_datas[0].broker_addrs[&0], SLAVE);
+}
+
+#[tokio::test]
 async fn crc_mismatch_registers_nothing() {
     let server = MQNAMESRV.start();
     let client = server.client().await;

@@ -85,7 +85,12 @@ public final class NamesrvDiff {
                 + "changing anything, so there is no empty group for a later REGISTER_TOPIC_IN_NAMESRV to attach "
                 + "queues to",
             d -> d.seq.equals("single-topic-first")
-                && (d.step.contains("after refused") || d.step.contains("on empty group")))
+                && (d.step.contains("after refused") || d.step.contains("on empty group"))),
+        new Allowed("one-master-per-epoch",
+            "in controller mode stateVersion is the master epoch, which has one master; Java lets a second "
+                + "address claim id 0 at the holder's epoch (a broker demoted while its registration as master "
+                + "was in flight), ours keeps the first claimant (§10 item 15)",
+            d -> d.seq.equals("stateversion") && d.step.contains("after a same-epoch claim"))
     );
 
     record Allowed(String id, String reason, Predicate<Diff> matches) { }
@@ -375,6 +380,12 @@ public final class NamesrvDiff {
         x.reg().topics(t("STopic"), t("STopic2")).dv(3, 8).send("X re-registers as id 1");
         call("cluster info after id switch", reader, req(106));
         call("member group after id switch", reader, req(901, "clusterName", "ClusterS", "brokerName", "broker-s"));
+        // A broker that registers as master at Y's epoch, as a 5.x master does when a demotion races its
+        // registration (§10 item 15).
+        Broker z = new Broker("ClusterS", "broker-s", 0, "127.0.0.1:14941");
+        z.reg().topics(t("STopic"), t("STopic2")).dv(4, 7).send("master Z at Y's stateVersion 7");
+        call("cluster info after a same-epoch claim", reader, req(106));
+        call("route after a same-epoch claim", reader, route("STopic", V_CURRENT));
     }
 
     static void seqSingleTopic() {

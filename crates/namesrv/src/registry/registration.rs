@@ -322,7 +322,16 @@ impl Registry {
             .filter(|holder| *holder != broker_addr)
             .and_then(|holder| self.live.get(&key(cluster, holder)))
             .is_some_and(|l| {
-                l.data_version.state_version > reg.body.wrapper.data_version.state_version
+                let (held, offered) = (
+                    l.data_version.state_version,
+                    reg.body.wrapper.data_version.state_version,
+                );
+                // In controller mode the state version is the master epoch, and an epoch has one
+                // master: a second address claiming id 0 at the holder's epoch is a broker that
+                // read its id before a demotion bumped its version (seen with a thawed 5.5
+                // master). Java lets it in; the route would then lose its real master until
+                // that master's next registration, so the first claimant keeps the id.
+                held > offered || (*broker_id == MASTER_ID && offered > 0 && held == offered)
             });
         let replaced = if stale {
             None
