@@ -125,16 +125,6 @@ pub fn version_name(ordinal: i32) -> String {
     version::java_name(ordinal).unwrap_or_else(|| ordinal.to_string())
 }
 
-/// A duration for people: tenths of a second below 10 s, whole seconds above.
-pub fn seconds(ms: i64) -> String {
-    let ms = ms.max(0);
-    if ms < 10_000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{} s", ms / 1000)
-    }
-}
-
 /// Topics created or removed by one mutation, summed up as one event rather than one per
 /// topic: a broker's first registration can bring tens of thousands.
 #[derive(Debug, Default)]
@@ -193,13 +183,6 @@ mod tests {
         let e = Event::new(EventKind::KvPut, "é".repeat(500), "x");
         assert_eq!(e.what.chars().count(), TEXT_MAX + 1);
         assert!(e.what.ends_with('…'));
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(seconds(2_345), "2.3 s");
-        assert_eq!(seconds(120_000), "120 s");
-        assert_eq!(seconds(-5), "0.0 s");
     }
 
     #[test]

@@ -7,10 +7,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::events::{seconds, Event, EventKind};
+use crate::events::{Event, EventKind};
 use crate::notify;
 use crate::registry::{Expired, Expiry, Unregistration};
 use crate::state::State;
+use rocketmq_http::page::seconds;
 use rocketmq_wire::clock::now_ms;
 
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);

@@ -1,28 +1,21 @@
 //! The read-only HTTP port: Prometheus metrics, health and readiness probes, the address list
-//! that clients' address-server lookup reads, and a live status page (`status`).
+//! that clients' address-server lookup reads, and a live status page (`status`). The port's
+//! machinery (bounds, deadlines) is `rocketmq_http`, shared with the standalone controller.
 
 mod status;
 
 use std::collections::BTreeMap;
-use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::State as AxumState;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::time::Instant;
+use rocketmq_http::{openmetrics, text, ArrivedOn};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::state::State;
 
@@ -32,37 +25,18 @@ struct Http {
     page: Arc<status::PageCache>,
 }
 
-/// How long and how many HTTP connections may stay open.
-#[derive(Clone, Copy)]
-struct Limits {
-    header_read: Duration,
-    idle: Duration,
-    max_connections: usize,
-}
-
-impl Limits {
-    fn of(state: &State) -> Self {
-        let s = &state.config.settings().server;
-        let secs = |v: i32| Duration::from_secs(v.max(1) as u64);
-        Limits {
-            header_read: secs(s.http_header_read_timeout_seconds),
-            idle: secs(s.http_idle_timeout_seconds),
-            max_connections: s.http_max_connections.max(1) as usize,
-        }
-    }
-
-    /// The configured cap, lowered to a quarter of the open-files limit as it is now: the
-    /// remoting port must always have descriptors left, whatever the HTTP port is sent.
-    fn connection_cap(&self) -> usize {
-        match rocketmq_wire::listener::admission::open_files_limit() {
-            Some(limit) => self.max_connections.min((limit as usize / 4).max(1)),
-            None => self.max_connections,
-        }
+fn limits(state: &State) -> rocketmq_http::Limits {
+    let s = &state.config.settings().server;
+    let secs = |v: i32| Duration::from_secs(v.max(1) as u64);
+    rocketmq_http::Limits {
+        header_read: secs(s.http_header_read_timeout_seconds),
+        idle: secs(s.http_idle_timeout_seconds),
+        max_connections: s.http_max_connections.max(1) as usize,
     }
 }
 
 pub async fn serve(state: Arc<State>, listener: TcpListener, shutdown: CancellationToken) {
-    let limits = Limits::of(&state);
+    let limits = limits(&state);
     let app = Router::new()
         .route("/", get(status::page))
         .route("/status.json", get(status::json))
@@ -74,215 +48,7 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, shutdown: Cancellat
             state,
             page: Default::default(),
         });
-    let open = Arc::new(AtomicUsize::new(0));
-    let tracker = TaskTracker::new();
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of descriptors, most likely: retrying at once would spin.
-                    tracing::debug!("HTTP accept failed: {e}");
-                    tokio::select! {
-                        _ = shutdown.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_millis(50)) => continue,
-                    }
-                }
-            },
-        };
-        if open.load(Ordering::Acquire) >= limits.connection_cap() {
-            drop(stream);
-            continue;
-        }
-        open.fetch_add(1, Ordering::AcqRel);
-        let slot = Slot(open.clone());
-        tracker.spawn(connection(
-            stream,
-            app.clone(),
-            limits,
-            shutdown.clone(),
-            slot,
-        ));
-    }
-    drop(listener);
-    tracker.close();
-    tracker.wait().await;
-}
-
-/// One open connection counted against the cap, for as long as it is held.
-struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-async fn connection(
-    stream: TcpStream,
-    app: Router,
-    limits: Limits,
-    shutdown: CancellationToken,
-    _slot: Slot,
-) {
-    let _ = stream.set_nodelay(true);
-    let arrived_on = stream.local_addr().ok().map(|a| ArrivedOn(a.ip()));
-    let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched {
-        io: stream,
-        activity: activity.clone(),
-    });
-    let app = TowerToHyperService::new(app);
-    let watch = activity.clone();
-    let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
-        if let Some(arrived_on) = arrived_on {
-            request.extensions_mut().insert(arrived_on);
-        }
-        let busy = Busy::new(watch.clone());
-        let answer = hyper::service::Service::call(&app, request);
-        async move {
-            let answer = answer.await;
-            drop(busy);
-            answer
-        }
-    });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read)
-        .serve_connection(io, service);
-    tokio::pin!(conn);
-    let mut stopping = false;
-    loop {
-        let idle_until = activity.last() + limits.idle;
-        tokio::select! {
-            _ = conn.as_mut() => return,
-            _ = shutdown.cancelled(), if !stopping => {
-                stopping = true;
-                conn.as_mut().graceful_shutdown();
-            }
-            // hyper's own timeout covers only the request header; this covers everything else
-            // a peer can leave hanging (idle keep-alive, a body that never comes, a response
-            // nobody reads). Dropping the connection closes the socket.
-            _ = tokio::time::sleep_until(idle_until) => {
-                if !activity.busy() && activity.last() + limits.idle <= Instant::now() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// When bytes last moved on a connection, either way, and whether a request is being served:
-/// a slow answer is not idleness.
-struct Activity {
-    start: Instant,
-    /// Milliseconds after `start`.
-    last_ms: AtomicU64,
-    in_flight: AtomicUsize,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-        }
-    }
-
-    fn busy(&self) -> bool {
-        self.in_flight.load(Ordering::Acquire) > 0
-    }
-
-    fn touch(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn last(&self) -> Instant {
-        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-}
-
-/// A request being served; the idle clock restarts when it ends.
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn new(activity: Arc<Activity>) -> Self {
-        activity.in_flight.fetch_add(1, Ordering::AcqRel);
-        Busy(activity)
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.touch();
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A stream that records its traffic in an [`Activity`].
-struct Watched {
-    io: TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-fn text(body: String) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    rocketmq_http::serve(listener, app, limits, shutdown).await
 }
 
 async fn metrics(AxumState(http): AxumState<Http>) -> Response {
@@ -294,14 +60,7 @@ async fn metrics(AxumState(http): AxumState<Http>) -> Response {
         }
         (alive.into_iter().collect(), r.topic_count())
     });
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(alive, topics, state.is_ready()),
-    )
-        .into_response()
+    openmetrics(state.metrics.render(alive, topics, state.is_ready()))
 }
 
 async fn ready(AxumState(http): AxumState<Http>) -> Response {
@@ -311,12 +70,6 @@ async fn ready(AxumState(http): AxumState<Http>) -> Response {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
     }
 }
-
-/// What a Java client's address-server lookup expects: `host:port;host:port`. Unless
-/// configured, the address the caller reached us by, with the remoting port.
-/// The local address an HTTP connection arrived on, for answers that name this server.
-#[derive(Clone, Copy)]
-struct ArrivedOn(std::net::IpAddr);
 
 /// The address list clients fetch to find NameServers: the configured `advertisedAddresses`;
 /// else the remoting port at the address it is bound to or, bound to every interface, at the

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use std::fmt::Write as _;
 
-use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
-    text::encode, DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder,
+    text::encode, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder,
 };
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use rocketmq_http::Escaped;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::State;
@@ -53,27 +53,6 @@ struct CodeLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClusterLabel {
     cluster: Escaped,
-}
-
-/// A label value from outside (a broker's cluster name). The encoder writes values as given,
-/// so a quote or line feed in a name would end the value or the line and forge series.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Escaped(String);
-
-impl EncodeLabelValue for Escaped {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
-        let mut rest = self.0.as_str();
-        while let Some(at) = rest.find(['\\', '"', '\n']) {
-            encoder.write_str(&rest[..at])?;
-            encoder.write_str(match rest.as_bytes()[at] {
-                b'\\' => "\\\\",
-                b'"' => "\\\"",
-                _ => "\\n",
-            })?;
-            rest = &rest[at + 1..];
-        }
-        encoder.write_str(rest)
-    }
 }
 
 pub struct Metrics {
@@ -266,139 +245,10 @@ impl Default for Metrics {
     }
 }
 
-/// The embedded controller node's figures, read at scrape time.
-struct ControllerCollector(Arc<rocketmq_controller::Controller>);
-
-impl std::fmt::Debug for ControllerCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ControllerCollector")
-    }
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RoleLabel {
-    role: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabel {
-    result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GroupLabels {
-    cluster: Escaped,
-    broker_name: Escaped,
-}
-
-impl Collector for ControllerCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        use prometheus_client::encoding::EncodeMetric;
-        use prometheus_client::metrics::counter::ConstCounter;
-        use prometheus_client::metrics::gauge::ConstGauge;
-        let v = self.0.view(usize::MAX);
-        let gauge = |encoder: &mut DescriptorEncoder, name: &str, help: &str, value: i64| {
-            let g = ConstGauge::new(value);
-            g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
-        };
-        {
-            let g = ConstGauge::new(1i64);
-            let mut family = encoder.encode_descriptor(
-                "controller_role",
-                "This controller node's Raft role (1 on the current one)",
-                None,
-                g.metric_type(),
-            )?;
-            g.encode(family.encode_family(&RoleLabel {
-                role: v.role.to_lowercase(),
-            })?)?;
-        }
-        gauge(
-            &mut encoder,
-            "controller_is_leader",
-            "1 when this controller node leads its group",
-            i64::from(v.leader_id.as_deref() == Some(v.self_id.as_str())),
-        )?;
-        gauge(
-            &mut encoder,
-            "controller_term",
-            "The Raft term this node is in",
-            v.term as i64,
-        )?;
-        gauge(
-            &mut encoder,
-            "controller_live_brokers",
-            "Brokers whose controller heartbeats this node receives",
-            v.live_brokers as i64,
-        )?;
-        {
-            let c = ConstCounter::new(0u64);
-            let mut family = encoder.encode_descriptor(
-                "controller_elections",
-                "Master elections this node ran as leader, by outcome",
-                None,
-                c.metric_type(),
-            )?;
-            for (result, n) in [
-                ("new_master", v.elections_new_master),
-                ("kept_master", v.elections_kept_master),
-                ("no_master", v.elections_no_master),
-            ] {
-                ConstCounter::new(n).encode(family.encode_family(&ResultLabel { result })?)?;
-            }
-        }
-        for (name, help, n) in [
-            (
-                "controller_role_notifications",
-                "NOTIFY_BROKER_ROLE_CHANGED messages sent",
-                v.role_notifications,
-            ),
-            (
-                "controller_heartbeats",
-                "Broker heartbeats received, directly or passed on by a follower",
-                v.heartbeats,
-            ),
-        ] {
-            let c = ConstCounter::new(n);
-            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
-        }
-        for (name, help, value) in [
-            (
-                "controller_master_epoch",
-                "Master epoch of each broker group",
-                (|g: &rocketmq_controller::GroupView| g.master_epoch as i64)
-                    as fn(&rocketmq_controller::GroupView) -> i64,
-            ),
-            (
-                "controller_sync_state_set_size",
-                "Members of each broker group's sync-state set",
-                |g| g.sync_state_set.len() as i64,
-            ),
-            (
-                "controller_master_broker_id",
-                "Controller id of each broker group's master (-1: none)",
-                |g| g.master_broker_id.unwrap_or(-1),
-            ),
-        ] {
-            let g = ConstGauge::new(0i64);
-            let mut family = encoder.encode_descriptor(name, help, None, g.metric_type())?;
-            for group in &v.groups {
-                let labels = GroupLabels {
-                    cluster: Escaped(group.cluster_name.clone()),
-                    broker_name: Escaped(group.broker_name.clone()),
-                };
-                ConstGauge::new(value(group)).encode(family.encode_family(&labels)?)?;
-            }
-        }
-        Ok(())
-    }
-}
-
 impl Metrics {
     /// Adds the embedded controller node's figures to every scrape.
     pub fn watch_controller(&mut self, controller: Arc<rocketmq_controller::Controller>) {
-        self.registry
-            .register_collector(Box::new(ControllerCollector(controller)));
+        rocketmq_controller::metrics::register(&mut self.registry, controller);
     }
 
     /// Counts a request; `served` says whether the server serves its code.

@@ -36,6 +36,10 @@ pub struct ControllerConfig {
     pub election_timeout_ms: u64,
     /// The port's bounds (our additions, named after the NameServer's `server*` keys).
     pub port: PortLimits,
+    /// Where `mqcontroller` serves metrics, probes and its status page: Java's
+    /// `metricsExporterType=PROM` turns it on, at `metricsPromExporterHost` (every interface
+    /// when empty) and `metricsPromExporterPort`. An embedded node is on the NameServer's page.
+    pub http: Option<String>,
     /// The keys as the file and later updates gave them, which the fields above derive from.
     table: ControllerKeys,
     /// Keys of the file that are not in the table, listed by GET_CONTROLLER_CONFIG as given.
@@ -95,6 +99,9 @@ rocketmq_wire::key_table! {
         "controllerServerFirstFrameTimeoutSeconds" => server_first_frame_timeout_seconds: u64 = 30;
         "controllerServerChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: u64 = 120;
         "controllerServerMaxFrameLength" => server_max_frame_length: u64 = rocketmq_wire::frame::DEFAULT_MAX_FRAME as u64;
+        "metricsExporterType" => metrics_exporter_type: String = "DISABLE".into();
+        "metricsPromExporterHost" => metrics_prom_exporter_host: String = String::new();
+        "metricsPromExporterPort" => metrics_prom_exporter_port: i32 = 5557;
         "jRaftGroupId" => jraft_group_id: Option<String> = None;
         "jRaftServerId" => jraft_server_id: Option<String> = None;
         "jRaftInitConf" => jraft_init_conf: Option<String> = None;
@@ -117,6 +124,9 @@ pub mod keys {
     pub const FIRST_FRAME_TIMEOUT: &str = "controllerServerFirstFrameTimeoutSeconds";
     pub const IDLE_TIMEOUT: &str = "controllerServerChannelMaxIdleTimeSeconds";
     pub const MAX_FRAME_LENGTH: &str = "controllerServerMaxFrameLength";
+    pub const METRICS_EXPORTER_TYPE: &str = "metricsExporterType";
+    pub const METRICS_PROM_HOST: &str = "metricsPromExporterHost";
+    pub const METRICS_PROM_PORT: &str = "metricsPromExporterPort";
     pub const JRAFT_SERVER_ID: &str = "jRaftServerId";
     pub const JRAFT_INIT_CONF: &str = "jRaftInitConf";
     pub const JRAFT_RPC_ADDR: &str = "jRaftControllerRPCAddr";
@@ -148,7 +158,47 @@ pub const ALWAYS_BLACKLISTED: &[&str] = &[
     keys::FIRST_FRAME_TIMEOUT,
     keys::IDLE_TIMEOUT,
     keys::MAX_FRAME_LENGTH,
+    keys::METRICS_EXPORTER_TYPE,
+    keys::METRICS_PROM_HOST,
+    keys::METRICS_PROM_PORT,
 ];
+
+/// The HTTP port's address, when Java's metrics keys ask for a Prometheus exporter. Java's
+/// other exporters (OTLP_GRPC, LOG) are not served here; the port stays off for them.
+fn http_address(table: &ControllerKeys) -> Result<Option<String>, ConfigError> {
+    let kind = table.metrics_exporter_type.trim();
+    // Java accepts the enum's name or its ordinal.
+    let prom = match kind.to_ascii_uppercase().as_str() {
+        "PROM" | "2" => true,
+        "DISABLE" | "0" | "OTLP_GRPC" | "1" | "LOG" | "3" => false,
+        _ => {
+            return Err(ConfigError::Invalid {
+                key: keys::METRICS_EXPORTER_TYPE,
+                value: kind.to_string(),
+            })
+        }
+    };
+    if !prom {
+        return Ok(None);
+    }
+    let host = table.metrics_prom_exporter_host.trim();
+    let host = match host {
+        "" => "0.0.0.0",
+        h => h,
+    };
+    let port = u16::try_from(table.metrics_prom_exporter_port)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| ConfigError::Invalid {
+            key: keys::METRICS_PROM_PORT,
+            value: table.metrics_prom_exporter_port.to_string(),
+        })?;
+    Ok(Some(if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }))
+}
 
 impl ControllerConfig {
     /// Reads the keys of a config file; `home` is where Java puts the store by default. A key
@@ -210,6 +260,7 @@ impl ControllerConfig {
             PathBuf::from,
         );
         let heartbeat = table.raft_heartbeat_interval_ms.clamp(50, 10_000);
+        let http = http_address(&table)?;
         Ok(ControllerConfig {
             group,
             peers,
@@ -235,6 +286,7 @@ impl ControllerConfig {
                     .server_max_frame_length
                     .clamp(4 << 20, i32::MAX as u64) as usize,
             },
+            http,
             blacklist: Blacklist::new(ALWAYS_BLACKLISTED, &[], &table.config_black_list),
             table,
             extras,

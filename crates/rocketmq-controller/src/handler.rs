@@ -348,9 +348,14 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Re
         unclean: controller.elect_unclean(),
         live: controller.live_of(h.broker_name),
     };
+    let cause = match (h.designate_elect, h.broker_id) {
+        (true, Some(id)) => format!("an admin designated id {id}"),
+        (_, Some(id)) => format!("broker id {id} asked"),
+        _ => "asked without a broker id".to_string(),
+    };
     let result = controller.write(cmd).await;
     if let Ok(reply) = &result {
-        controller.after_election(reply);
+        controller.after_election(h.broker_name, &cause, reply);
     }
     reply_of(result)
 }

@@ -10,14 +10,22 @@
 //! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;
 //! - `replicated`: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
 //! - `raft`: openraft around that state: the redb log and snapshots, the transport between nodes;
-//! - `notify`: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes.
+//! - `notify`: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes;
+//! - `recent`: the elections and leadership changes the status page lists;
+//! - [`metrics`], [`page`]: the node's Prometheus series and status-page section, which the
+//!   NameServer shows for an embedded node too;
+//! - [`http`]: `mqcontroller`'s own HTTP port (metrics, probes, the page).
 
 pub mod config;
 mod handler;
 mod heartbeat;
+pub mod http;
+pub mod metrics;
 mod node;
 mod notify;
+pub mod page;
 mod raft;
+mod recent;
 mod replicated;
 mod server;
 
@@ -26,7 +34,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use config::ControllerConfig;
-pub use node::{Controller, ControllerView};
+pub use heartbeat::LiveView;
+pub use node::{Controller, ControllerView, MemberView};
+pub use recent::Happening;
 pub use replicated::GroupView;
 
 /// A running controller node.

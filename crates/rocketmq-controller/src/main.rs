@@ -69,6 +69,17 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        // Bound first: a port that is taken fails the start before the node joins its group.
+        let http = match &config.http {
+            Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+                Ok(listener) => Some(listener),
+                Err(e) => {
+                    eprintln!("cannot listen for HTTP on {addr}: {e}");
+                    return ExitCode::from(255);
+                }
+            },
+            None => None,
+        };
         let running = match rocketmq_controller::start(config).await {
             Ok(r) => r,
             Err(e) => {
@@ -78,8 +89,26 @@ fn main() -> ExitCode {
         };
         println!("Controller Server boot success, address {}", running.addr);
         let controller = running.controller.clone();
+        let stop_http = tokio_util::sync::CancellationToken::new();
+        let http = http.map(|listener| {
+            if let Ok(addr) = listener.local_addr() {
+                println!("HTTP (metrics, /healthz, /readyz, status page) at http://{addr}/");
+            }
+            tokio::spawn(rocketmq_controller::http::serve(
+                listener,
+                controller.clone(),
+                stop_http.clone(),
+            ))
+        });
+        let stop = async {
+            stop_http.cancel();
+            if let Some(task) = http {
+                let _ = task.await;
+            }
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {
+                stop.await;
                 running.shutdown().await;
                 ExitCode::SUCCESS
             }

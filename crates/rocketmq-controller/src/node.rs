@@ -15,10 +15,12 @@ use crate::config::ControllerConfig;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
 use crate::raft::codes;
-use crate::raft::network::Network;
+use crate::raft::network::{Answered, Network};
 use crate::raft::store::{self, Applied, LogStore, StateMachine};
 use crate::raft::Raft;
+use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, GroupView, RoleChange};
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -79,6 +81,7 @@ struct Counters {
     elections_no_master: AtomicU64,
     role_notifications: AtomicU64,
     heartbeats: AtomicU64,
+    commits: AtomicU64,
 }
 
 pub struct Controller {
@@ -112,6 +115,12 @@ pub struct Controller {
     failed: CancellationToken,
     /// The connection heartbeats are forwarded on, and the leader it goes to.
     leader_link: Arc<Mutex<Option<(u64, Client)>>>,
+    /// Elections and leadership changes, for the status page.
+    recent: Recent,
+    /// When each member last answered this node's Raft requests.
+    answered: Answered,
+    /// How long proposals take to commit and apply.
+    commit_seconds: Histogram,
     shutdown: CancellationToken,
 }
 
@@ -142,7 +151,9 @@ impl Controller {
         let raft_cfg = Arc::new(raft_config(&config).validate()?);
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
-        let raft = Raft::new(node_id, raft_cfg, Network::new(source), log, sm).await?;
+        let network = Network::new(source);
+        let answered = network.answered();
+        let raft = Raft::new(node_id, raft_cfg, network, log, sm).await?;
         let lease = raft_timing(&config).1;
         let empty = !raft.is_initialized().await?;
         if empty {
@@ -166,6 +177,10 @@ impl Controller {
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
             leader_link: Default::default(),
+            recent: Recent::default(),
+            answered,
+            // 1 ms to about 4 s: a commit is a round trip and an fsync, and the deadline is 5 s.
+            commit_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 13)),
             shutdown: CancellationToken::new(),
         });
         if empty {
@@ -217,6 +232,27 @@ impl Controller {
         self.raft.metrics().borrow().state == ServerState::Leader
             && self.holds_lease()
             && self.failure().is_none()
+    }
+
+    /// Whether the node serves its part: `None` when it is a member of a group with a leader
+    /// (itself, or one heard from within the lease) and is not still refilling a lost store.
+    pub fn unready_reason(&self) -> Option<String> {
+        if let Some(why) = self.failure() {
+            return Some(format!("stopped: {why}"));
+        }
+        if let Some(target) = self.rejoin_target() {
+            return Some(format!(
+                "refilling its store from the group, up to entry {target}"
+            ));
+        }
+        if self.leader().is_none() {
+            return Some("no leader known".to_string());
+        }
+        None
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.unready_reason().is_none()
     }
 
     /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
@@ -315,7 +351,21 @@ impl Controller {
         let groups_total = groups.len();
         groups.truncate(max_groups);
         let c = &self.counters;
+        let shown: std::collections::BTreeSet<&str> =
+            groups.iter().map(|g| g.broker_name.as_str()).collect();
+        let live: Vec<LiveView> = self
+            .live_view()
+            .into_iter()
+            .filter(|l| shown.contains(l.broker_name.as_str()))
+            .collect();
         ControllerView {
+            members: self.members(&config),
+            quorum_contact_ms: self
+                .quorum_contact()
+                .map(|at| at.elapsed().as_millis() as u64),
+            live,
+            recent: self.recent.newest(max_groups),
+            commits: c.commits.load(Ordering::Relaxed),
             group: config.group.clone(),
             self_id: config.self_id.clone(),
             address: config.self_peer().addr.clone(),
@@ -332,6 +382,62 @@ impl Controller {
             role_notifications: c.role_notifications.load(Ordering::Relaxed),
             heartbeats: c.heartbeats.load(Ordering::Relaxed),
         }
+    }
+
+    /// The group's members as this node's Raft core knows them; log lag and last answer are
+    /// known on the leader only, which replicates to the others.
+    fn members(&self, config: &ControllerConfig) -> Vec<MemberView> {
+        let m = self.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership();
+        let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
+        let answered = self.answered.lock().clone();
+        let self_node = config.self_node_id();
+        membership
+            .nodes()
+            .map(|(id, node)| {
+                let role = if m.current_leader == Some(*id) {
+                    "leader"
+                } else if voters.contains(id) {
+                    "follower"
+                } else {
+                    "learner"
+                };
+                let lag = m.replication.as_ref().and_then(|r| {
+                    let last = m.last_log_index?;
+                    let matched = r.get(id)?.map_or(0, |l| l.index);
+                    Some(last.saturating_sub(matched))
+                });
+                MemberView {
+                    id: config
+                        .peer(*id)
+                        .map_or_else(|| format!("node {id}"), |p| p.id.clone()),
+                    node: *id,
+                    address: node.addr.clone(),
+                    role,
+                    this_node: *id == self_node,
+                    last_answer_ms: (*id != self_node)
+                        .then(|| answered.get(&node.addr))
+                        .flatten()
+                        .map(|at| at.elapsed().as_millis() as u64),
+                    lag,
+                }
+            })
+            .collect()
+    }
+
+    /// When this node last had word from a working group: as leader, a quorum's
+    /// acknowledgement; as follower, the leader's AppendEntries.
+    fn quorum_contact(&self) -> Option<Instant> {
+        if self.raft.metrics().borrow().state == ServerState::Leader {
+            *self.quorum_acked_at.lock()
+        } else {
+            *self.leader_heard_at.lock()
+        }
+    }
+
+    /// How long proposals took to commit, for the metrics.
+    pub fn commit_seconds(&self) -> &Histogram {
+        &self.commit_seconds
     }
 
     pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat, via: Via) {
@@ -424,7 +530,13 @@ impl Controller {
         if !self.is_leader() {
             return Err(ConsensusError::NotLeader);
         }
-        match tokio::time::timeout(COMMIT_DEADLINE, self.raft.client_write(cmd)).await {
+        let began = Instant::now();
+        let written = tokio::time::timeout(COMMIT_DEADLINE, self.raft.client_write(cmd)).await;
+        if matches!(written, Ok(Ok(_))) {
+            self.commit_seconds.observe(began.elapsed().as_secs_f64());
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        match written {
             Err(_) => Err(ConsensusError::Failed(format!(
                 "not committed within {} s: no quorum of controller nodes answered",
                 COMMIT_DEADLINE.as_secs()
@@ -485,14 +597,31 @@ impl Controller {
         self.config.read().elect_unclean_master
     }
 
-    /// Counts an election's outcome and, when a new master was chosen, tells the group.
-    pub fn after_election(&self, reply: &CommandReply) {
-        let counter = match reply.code {
-            response::SUCCESS => &self.counters.elections_new_master,
-            response::CONTROLLER_MASTER_STILL_EXIST => &self.counters.elections_kept_master,
-            _ => &self.counters.elections_no_master,
+    /// Counts an election's outcome, notes it with `cause` and, when a new master was chosen,
+    /// tells the group.
+    pub fn after_election(&self, broker_name: &str, cause: &str, reply: &CommandReply) {
+        let (counter, outcome) = match reply.code {
+            response::SUCCESS => (&self.counters.elections_new_master, "new master"),
+            response::CONTROLLER_MASTER_STILL_EXIST => {
+                (&self.counters.elections_kept_master, "master kept")
+            }
+            _ => (&self.counters.elections_no_master, "no master"),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        let detail = match &reply.role_change {
+            Some(c) if reply.code == response::SUCCESS => format!(
+                "{outcome}: id {} at {}, epoch {} ({cause})",
+                c.master_broker_id
+                    .map_or("none".into(), |id| id.to_string()),
+                c.master_address.as_deref().unwrap_or("-"),
+                c.master_epoch
+            ),
+            _ => match &reply.remark {
+                Some(remark) if !remark.is_empty() => format!("{outcome} ({cause}): {remark}"),
+                _ => format!("{outcome} ({cause})"),
+            },
+        };
+        self.recent.note("election", broker_name, detail);
         if reply.code == response::SUCCESS {
             if let Some(change) = &reply.role_change {
                 self.announce(change);
@@ -561,7 +690,7 @@ impl Controller {
             };
             match self.write(cmd).await {
                 Ok(reply) => {
-                    self.after_election(&reply);
+                    self.after_election(broker_name, "its master went silent", &reply);
                     if reply.code == response::SUCCESS {
                         tracing::info!(broker = %broker_name, "elected a new master");
                         return;
@@ -613,6 +742,32 @@ pub struct ControllerView {
     pub role_notifications: u64,
     /// Broker heartbeats received, directly or passed on by a follower.
     pub heartbeats: u64,
+    pub members: Vec<MemberView>,
+    /// Milliseconds since this node last had word from a working group (`None`: never).
+    pub quorum_contact_ms: Option<u64>,
+    /// The brokers of the groups shown that this node hears from.
+    pub live: Vec<LiveView>,
+    /// Elections and leadership changes, newest first.
+    pub recent: Vec<Happening>,
+    /// Proposals committed since the node started.
+    pub commits: u64,
+}
+
+/// One member of the group.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MemberView {
+    /// Its id in `controllerDLegerPeers`.
+    pub id: String,
+    /// Its Raft node id.
+    pub node: u64,
+    pub address: String,
+    /// `leader`, `follower` or `learner`.
+    pub role: &'static str,
+    pub this_node: bool,
+    /// Milliseconds since it last answered this node's Raft requests.
+    pub last_answer_ms: Option<u64>,
+    /// Log entries it lacks (known on the leader).
+    pub lag: Option<u64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -628,13 +783,14 @@ pub struct RaftStatus {
 async fn watch_role(controller: Arc<Controller>) {
     let mut metrics = controller.raft.metrics();
     loop {
-        let (leader, since_ack, fatal) = {
+        let (leader, since_ack, fatal, term) = {
             let m = metrics.borrow();
             let fatal = m.running_state.as_ref().err().map(ToString::to_string);
             (
                 m.state == ServerState::Leader,
                 m.millis_since_quorum_ack,
                 fatal,
+                m.current_term,
             )
         };
         if let Some(why) = fatal {
@@ -657,10 +813,20 @@ async fn watch_role(controller: Arc<Controller>) {
             match (leader, since.is_some()) {
                 (true, false) => {
                     tracing::info!("this controller node is now the leader");
+                    controller.recent.note(
+                        "leadership",
+                        controller.config.read().self_id.clone(),
+                        format!("became the leader in term {term}"),
+                    );
                     *since = Some(Instant::now());
                 }
                 (false, true) => {
                     tracing::info!("this controller node is no longer the leader");
+                    controller.recent.note(
+                        "leadership",
+                        controller.config.read().self_id.clone(),
+                        format!("no longer the leader (term {term})"),
+                    );
                     *since = None;
                 }
                 _ => {}

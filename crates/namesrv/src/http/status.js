@@ -1,92 +1,28 @@
-(() => {
-  const $ = (id) => document.getElementById(id);
-  let polls = 0, last = null;
-  const secs = (ms) => { ms = Math.max(0, ms); return ms < 10000 ? (ms / 1000).toFixed(1) + ' s' : Math.floor(ms / 1000) + ' s'; };
-  const rate = (v) => v >= 10 ? v.toFixed(0) : v.toFixed(1);
-  const micros = (v) => v < 1000 ? v.toFixed(0) + ' µs' : v < 1e6 ? (v / 1000).toFixed(1) + ' ms' : (v / 1e6).toFixed(2) + ' s';
-  const clock = (ms) => new Date(ms).toISOString().slice(11, 19);
-  const uptime = (s) => s < 60 ? s + ' s' : s < 3600 ? Math.floor(s / 60) + ' min ' + s % 60 + ' s'
-    : s < 86400 ? Math.floor(s / 3600) + ' h ' + Math.floor(s % 3600 / 60) + ' min'
-    : Math.floor(s / 86400) + ' d ' + Math.floor(s % 86400 / 3600) + ' h';
-  function fill(id, rows, empty) {
-    const table = $(id);
-    if (!table) return;
-    while (table.rows.length > 1) table.deleteRow(1);
-    if (!rows.length && empty) {
-      const tr = table.insertRow();
-      tr.className = 'empty';
-      const td = tr.insertCell();
-      td.colSpan = table.rows[0].cells.length;
-      td.textContent = empty;
-    }
-    for (const cells of rows) {
-      const tr = table.insertRow();
-      for (const c of cells) {
-        const td = tr.insertCell();
-        if (Array.isArray(c)) {
-          const span = document.createElement('span');
-          span.className = c[1];
-          span.textContent = c[0];
-          td.appendChild(span);
-        } else {
-          td.textContent = c;
-        }
-      }
-    }
+live.start((s) => {
+  const { $, fill, chart, secs, rate, micros, clock, uptime } = live;
+  $('address').textContent = s.server.address;
+  $('uptime').textContent = uptime(s.server.uptime_s);
+  $('ready').textContent = s.server.ready ? 'ready' : 'not ready';
+  fill('clusters', s.clusters.map((c) => [c.name, c.groups, c.addresses]), 'no cluster registered');
+  const attention = $('attention');
+  attention.replaceChildren(...s.flagged.map((g) => {
+    const li = document.createElement('li');
+    li.textContent = g.cluster + ' / ' + g.name + ': ' + g.flags.join(', ');
+    return li;
+  }));
+  if (!s.flagged.length) {
+    const li = document.createElement('li');
+    li.className = 'muted';
+    li.textContent = 'no masterless or read-only groups';
+    attention.appendChild(li);
   }
-  function chart(id, points, now, span, fmt) {
-    const svg = $(id);
-    const shown = points.filter((p) => p[1] !== null);
-    const max = Math.max(0, ...shown.map((p) => p[1]));
-    const top = max > 0 ? max : 1;
-    const w = 300, h = 60;
-    svg.querySelector('polyline').setAttribute('points', shown.map(([at, v]) => {
-      const x = w * Math.max(0, 1 - (now - at) / span);
-      const y = h - 2 - (v / top) * (h - 4);
-      return x.toFixed(1) + ',' + y.toFixed(1);
-    }).join(' '));
-    svg.dataset.points = shown.length;
-    $(id + '-now').textContent = shown.length ? fmt(shown[shown.length - 1][1]) : '–';
-    $(id + '-max').textContent = shown.length ? fmt(max) : '–';
-  }
-  function show(s) {
-    $('address').textContent = s.server.address;
-    $('uptime').textContent = uptime(s.server.uptime_s);
-    $('ready').textContent = s.server.ready ? 'ready' : 'not ready';
-    fill('clusters', s.clusters.map((c) => [c.name, c.groups, c.addresses]), 'no cluster registered');
-    const attention = $('attention');
-    attention.replaceChildren(...s.flagged.map((g) => {
-      const li = document.createElement('li');
-      li.textContent = g.cluster + ' / ' + g.name + ': ' + g.flags.join(', ');
-      return li;
-    }));
-    if (!s.flagged.length) {
-      const li = document.createElement('li');
-      li.className = 'muted';
-      li.textContent = 'no masterless or read-only groups';
-      attention.appendChild(li);
-    }
-    fill('brokers', s.brokers.rows.map((b) => [b.cluster, b.name, b.id, b.role, b.addr, b.version ?? '-',
-      b.heartbeat ? [secs(b.heartbeat.age_ms) + ' / ' + secs(b.heartbeat.timeout_ms), 'hb-' + b.heartbeat.health] : ['not live', 'hb-dead'],
-      b.topics, b.flags.join(', ')]), 'no broker registered');
-    document.querySelector('#topics p').textContent = s.topics + ' topics';
-    fill('changes', s.changes.map((e) => [clock(e.at_ms), e.label, e.what, e.detail]), 'no change since the server started');
-    const span = s.series.span_s * 1000, points = s.series.points;
-    chart('chart-rate', points.map((p) => [p.at_ms, p.secs > 0 ? p.requests / p.secs : 0]), s.now_ms, span, rate);
-    chart('chart-p99', points.map((p) => [p.at_ms, p.p99_us]), s.now_ms, span, micros);
-    last = s.now_ms;
-    $('updated').textContent = 'updated ' + clock(last) + ' UTC';
-    document.body.dataset.polls = ++polls;
-  }
-  async function poll() {
-    try {
-      const answer = await fetch('status.json' + location.search, { cache: 'no-store' });
-      if (!answer.ok) throw new Error('HTTP ' + answer.status);
-      show(await answer.json());
-    } catch (e) {
-      $('updated').textContent = 'not updated' + (last ? ' since ' + clock(last) + ' UTC' : '') + ': ' + e.message;
-    }
-    setTimeout(poll, EVERY);
-  }
-  setTimeout(poll, EVERY);
-})();
+  fill('brokers', s.brokers.rows.map((b) => [b.cluster, b.name, b.id, b.role, b.addr, b.version ?? '-',
+    b.heartbeat ? [secs(b.heartbeat.age_ms) + ' / ' + secs(b.heartbeat.timeout_ms), 'hb-' + b.heartbeat.health] : ['not live', 'hb-dead'],
+    b.topics, b.flags.join(', ')]), 'no broker registered');
+  document.querySelector('#topics p').textContent = s.topics + ' topics';
+  fill('changes', s.changes.map((e) => [clock(e.at_ms), e.label, e.what, e.detail]), 'no change since the server started');
+  const span = s.series.span_s * 1000, points = s.series.points;
+  chart('chart-rate', points.map((p) => [p.at_ms, p.secs > 0 ? p.requests / p.secs : 0]), s.now_ms, span, rate);
+  chart('chart-p99', points.map((p) => [p.at_ms, p.p99_us]), s.now_ms, span, micros);
+  if (s.controller && typeof showController === 'function') showController(s.controller, s.now_ms);
+});

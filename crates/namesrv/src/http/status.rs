@@ -16,8 +16,12 @@ use axum::response::{Html, IntoResponse, Response};
 use rocketmq_wire::json::JsonStyle;
 use serde::{Deserialize, Serialize};
 
+use rocketmq_http::page::{
+    cells, chart, chart_marker, clock, empty_row, esc, micros, not_shown, rate, seconds, uptime,
+};
+
 use super::{host_of, is_dns_name, Http};
-use crate::events::{seconds, version_name};
+use crate::events::version_name;
 use crate::metrics::{Sample, SAMPLES_KEPT, SAMPLE_EVERY};
 use crate::registry::PERM_WRITE;
 use crate::state::State;
@@ -29,25 +33,13 @@ const PAGE_ROWS: usize = 200;
 /// How often the page asks for fresh data.
 const POLL_MS: u64 = 5000;
 
+/// Redraws the page from `/status.json`, on top of the shared page script.
+const SCRIPT: &str = include_str!("status.js").trim_ascii_end();
+
 #[derive(Deserialize)]
 pub(super) struct PageQuery {
     topic: Option<String>,
     page: Option<usize>,
-}
-
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// What the status page shows of the registry, built in one walk over the topics and kept
@@ -450,121 +442,23 @@ pub(super) async fn json(
     }
 }
 
-/// The page's stylesheet. Both assets go into the page without their files' final newline.
-const STYLE: &str = include_str!("status.css").trim_ascii_end();
-
-/// Updates the page in place from `/status.json`; builds cells as text, never as markup,
-/// since names come from peers. Formats as the server does.
-const SCRIPT: &str = include_str!("status.js").trim_ascii_end();
-
-fn uptime(s: u64) -> String {
-    if s < 60 {
-        format!("{s} s")
-    } else if s < 3600 {
-        format!("{} min {} s", s / 60, s % 60)
-    } else if s < 86_400 {
-        format!("{} h {} min", s / 3600, s % 3600 / 60)
-    } else {
-        format!("{} d {} h", s / 86_400, s % 86_400 / 3600)
-    }
-}
-
-/// `HH:MM:SS` of a Unix time in milliseconds, in UTC.
-fn clock(at_ms: i64) -> String {
-    let s = at_ms.div_euclid(1000).rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
-}
-
-fn rate(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-fn micros(v: f64) -> String {
-    if v < 1000.0 {
-        format!("{v:.0} µs")
-    } else if v < 1e6 {
-        format!("{:.1} ms", v / 1000.0)
-    } else {
-        format!("{:.2} s", v / 1e6)
-    }
-}
-
-const CHART_W: f64 = 300.0;
-const CHART_H: f64 = 60.0;
-
-/// A line over the last 15 minutes, scaled to its largest value; the script redraws it alike.
-fn chart(
-    page: &mut String,
-    id: &str,
-    title: &str,
-    points: &[(i64, Option<f64>)],
-    now_ms: i64,
-    span_ms: f64,
-    fmt: fn(f64) -> String,
-) {
-    let shown: Vec<(i64, f64)> = points
-        .iter()
-        .filter_map(|(at, v)| v.map(|v| (*at, v)))
-        .collect();
-    let max = shown.iter().map(|p| p.1).fold(0.0, f64::max);
-    let top = if max > 0.0 { max } else { 1.0 };
-    let line: Vec<String> = shown
-        .iter()
-        .map(|(at, v)| {
-            let x = CHART_W * (1.0 - (now_ms - at) as f64 / span_ms).max(0.0);
-            let y = CHART_H - 2.0 - v / top * (CHART_H - 4.0);
-            format!("{x:.1},{y:.1}")
-        })
-        .collect();
-    let (now, max) = match shown.last() {
-        Some((_, v)) => (fmt(*v), fmt(max)),
-        None => ("–".to_string(), "–".to_string()),
-    };
-    let _ = write!(
-        page,
-        "<figure><figcaption>{title} <b id={id}-now>{now}</b> <span class=muted>· max <span id={id}-max>{max}</span> · last 15 min</span></figcaption>\
-         <svg id={id} class=chart viewBox=\"0 0 {CHART_W} {CHART_H}\" width={CHART_W} height={CHART_H} data-points={count} role=img aria-label=\"{title}\"><polyline points=\"{line}\"/></svg></figure>",
-        count = shown.len(),
-        line = line.join(" "),
-    );
-}
-
-/// The line an empty table shows instead of only its header: what the emptiness means.
-fn empty_row(page: &mut String, columns: usize, text: &str) {
-    let _ = write!(
-        page,
-        "<tr class=empty><td colspan={columns}>{}</td></tr>",
-        esc(text)
-    );
-}
-
-fn cells(page: &mut String, cells: &[&str]) {
-    page.push_str("<tr>");
-    for cell in cells {
-        let _ = write!(page, "<td>{}</td>", esc(cell));
-    }
-    page.push_str("</tr>");
-}
-
 fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     let state = &*http.state;
     let s = status(http, &q, host);
     let mut page = String::new();
     let addr = esc(&s.server.address);
-    let _ = write!(
-        page,
-        "<!doctype html><html><head><meta charset=utf-8><title>NameServer {addr}</title><style>{STYLE}</style></head>\
-         <body><h1>RocketMQ NameServer <span class=muted id=address>{addr}</span></h1>\
-         <p class=muted id=about>mqnamesrv {version} · up <span id=uptime>{up}</span> · <span id=ready>{ready}</span> · \
-         <span id=updated>as of {clock} UTC</span></p>",
-        version = s.server.version,
-        up = uptime(s.server.uptime_s),
-        ready = if s.server.ready { "ready" } else { "not ready" },
-        clock = clock(s.now_ms),
+    rocketmq_http::page::open(
+        &mut page,
+        &format!("NameServer {}", s.server.address),
+        &format!("RocketMQ NameServer <span class=muted id=address>{addr}</span>"),
+        &format!(
+            "mqnamesrv {version} · up <span id=uptime>{up}</span> · <span id=ready>{ready}</span> · \
+             <span id=updated>as of {clock} UTC</span>",
+            version = s.server.version,
+            up = uptime(s.server.uptime_s),
+            ready = if s.server.ready { "ready" } else { "not ready" },
+            clock = clock(s.now_ms),
+        ),
     );
 
     let span_ms = (s.series.span_s * 1000) as f64;
@@ -581,12 +475,8 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
         })
         .collect();
     let p99s: Vec<(i64, Option<f64>)> = points.iter().map(|p| (p.at_ms, p.p99_us)).collect();
-    // A dot on every sample: with little history, the line alone is a sliver at the right.
-    page.push_str(
-        "<svg width=0 height=0 style=position:absolute aria-hidden=true><defs><marker id=dot \
-         markerUnits=userSpaceOnUse markerWidth=4 markerHeight=4 refX=2 refY=2>\
-         <circle cx=2 cy=2 r=2 fill=#2f6fb0 /></marker></defs></svg><div class=charts>",
-    );
+    chart_marker(&mut page);
+    page.push_str("<div class=charts>");
     chart(
         &mut page,
         "chart-rate",
@@ -623,7 +513,7 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     not_shown(&mut page, s.clusters_more, "clusters");
 
     if let Some(c) = &s.controller {
-        controller_section(&mut page, c);
+        rocketmq_controller::page::section(&mut page, c);
     }
 
     page.push_str("<h2>Attention</h2><ul id=attention>");
@@ -733,70 +623,13 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     }
     page.push_str("</table>");
     not_shown(&mut page, total - entries.len(), "KV entries");
-    let _ = write!(
-        page,
-        "<script>const EVERY = {POLL_MS};\n{SCRIPT}</script></body></html>"
-    );
-    page
-}
-
-fn controller_section(page: &mut String, c: &rocketmq_controller::ControllerView) {
-    let leader = match (&c.leader_id, &c.leader_address) {
-        (Some(id), Some(addr)) => format!("{id} ({addr})"),
-        _ => "none".to_string(),
+    let scripts: &[&str] = if s.controller.is_some() {
+        &[rocketmq_controller::page::SCRIPT, SCRIPT]
+    } else {
+        &[SCRIPT]
     };
-    let _ = write!(
-        page,
-        "<h2>Controller</h2><p id=controller>node {} of group {} at {}: {}, term {}, leader {}; \
-         hears from {} brokers; elections: {} new master, {} kept, {} without a master</p>",
-        esc(&c.self_id),
-        esc(&c.group),
-        esc(&c.address),
-        esc(&c.role),
-        c.term,
-        esc(&leader),
-        c.live_brokers,
-        c.elections_new_master,
-        c.elections_kept_master,
-        c.elections_no_master,
-    );
-    page.push_str(
-        "<table id=replica-groups><tr><th>cluster</th><th>broker name</th><th>master id</th>\
-         <th>master epoch</th><th>sync-state set</th><th>set epoch</th><th>brokers</th></tr>",
-    );
-    for g in &c.groups {
-        let set: Vec<String> = g.sync_state_set.iter().map(i64::to_string).collect();
-        let brokers: Vec<String> = g
-            .brokers
-            .iter()
-            .map(|(id, addr)| format!("{id}={addr}"))
-            .collect();
-        cells(
-            page,
-            &[
-                &g.cluster_name,
-                &g.broker_name,
-                &g.master_broker_id
-                    .map_or("none".to_string(), |m| m.to_string()),
-                &g.master_epoch.to_string(),
-                &set.join(", "),
-                &g.sync_state_set_epoch.to_string(),
-                &brokers.join(", "),
-            ],
-        );
-    }
-    page.push_str("</table>");
-    not_shown(
-        page,
-        c.groups_total.saturating_sub(c.groups.len()),
-        "broker groups",
-    );
-}
-
-fn not_shown(page: &mut String, hidden: usize, what: &str) {
-    if hidden > 0 {
-        let _ = write!(page, "<p class=muted>{hidden} more {what} not shown</p>");
-    }
+    rocketmq_http::page::close(&mut page, POLL_MS, scripts);
+    page
 }
 
 fn route_section(page: &mut String, state: &State, topic: &str) {
@@ -857,29 +690,6 @@ mod tests {
             health(1, 0),
             "expiring",
             "a nonsensical timeout is not healthy"
-        );
-    }
-
-    #[test]
-    fn times_read_as_a_person_writes_them() {
-        assert_eq!(clock(1_700_000_000_000), "22:13:20");
-        assert_eq!(uptime(59), "59 s");
-        assert_eq!(uptime(61), "1 min 1 s");
-        assert_eq!(uptime(7260), "2 h 1 min");
-        assert_eq!(uptime(90_000), "1 d 1 h");
-        assert_eq!(micros(12.4), "12 µs");
-        assert_eq!(micros(2500.0), "2.5 ms");
-        assert_eq!(rate(4.26), "4.3");
-        assert_eq!(rate(1234.4), "1234");
-    }
-
-    #[test]
-    fn names_from_peers_cannot_become_markup() {
-        let mut page = String::new();
-        cells(&mut page, &["<script>x</script>", "a&b"]);
-        assert_eq!(
-            page,
-            "<tr><td>&lt;script&gt;x&lt;/script&gt;</td><td>a&amp;b</td></tr>"
         );
     }
 }

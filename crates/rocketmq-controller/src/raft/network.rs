@@ -32,14 +32,24 @@ type NodeId = u64;
 pub struct Network {
     source: Option<std::net::IpAddr>,
     pool: Arc<Mutex<HashMap<String, Client>>>,
+    answered: Answered,
 }
+
+/// When each peer address last answered a Raft request: the leader's view of who it reaches,
+/// for the status page and the metrics.
+pub type Answered = Arc<Mutex<HashMap<String, std::time::Instant>>>;
 
 impl Network {
     pub fn new(source: Option<std::net::IpAddr>) -> Self {
         Network {
             source,
             pool: Arc::default(),
+            answered: Arc::default(),
         }
+    }
+
+    pub fn answered(&self) -> Answered {
+        self.answered.clone()
     }
 }
 
@@ -51,6 +61,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             source: self.source,
             pool: self.pool.clone(),
+            answered: self.answered.clone(),
         }
     }
 }
@@ -59,6 +70,7 @@ pub struct PeerLink {
     addr: String,
     source: Option<std::net::IpAddr>,
     pool: Arc<Mutex<HashMap<String, Client>>>,
+    answered: Answered,
 }
 
 /// How a call failed before the peer could answer.
@@ -96,6 +108,9 @@ impl PeerLink {
                 return Err(Failure::Network(e.to_string()));
             }
         };
+        self.answered
+            .lock()
+            .insert(self.addr.clone(), std::time::Instant::now());
         if resp.code != 0 {
             return Err(Failure::Network(format!(
                 "peer answered {}: {}",
