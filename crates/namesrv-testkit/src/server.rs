@@ -262,27 +262,7 @@ impl Server {
     /// Sends `request` as given to the HTTP port and reads the answer until the server closes
     /// (so: HTTP/1.0); the status code and the body.
     pub async fn http_request(&self, request: &str) -> (u16, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(self.http_addr())
-            .await
-            .unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut answer))
-            .await
-            .expect("the server answers and closes")
-            .unwrap();
-        let answer = String::from_utf8_lossy(&answer).into_owned();
-        let status = answer
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (status, body)
+        http_exchange(self.http_addr(), request).await
     }
 
     /// GETs `path` from the HTTP port, which must answer 200; the body.
@@ -356,4 +336,37 @@ where
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Sends `request` as given to the HTTP port at `addr` and reads the answer until the server
+/// closes (so: HTTP/1.0); the status code and the body.
+pub async fn http_exchange(addr: &str, request: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// GETs `path` from the HTTP port at `addr`; the status code and the body.
+pub async fn http_get_at(addr: &str, path: &str) -> (u16, String) {
+    http_exchange(
+        addr,
+        &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
+    )
+    .await
 }

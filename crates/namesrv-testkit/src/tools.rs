@@ -1,7 +1,7 @@
 //! Programs outside the workspace that some tests need, and running command-line tools.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Set (to anything but empty) by the full suite, where every tool is installed: there a
@@ -101,4 +101,26 @@ pub async fn run_off_runtime(mut cmd: Command) -> Run {
         .await
         .unwrap()
         .into()
+}
+
+/// Runs headless Chromium with `args` (a `--dump-dom URL`, say); what it printed.
+pub fn headless_chromium(chromium: &Path, args: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .expect("running chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -366,9 +366,20 @@ async fn the_controller_shows_on_metrics_and_on_the_status_page() {
     let page = node.http_get("/").await;
     assert!(page.contains("<h2>Controller</h2>"));
     assert!(page.contains("grp&lt;b&gt;"), "names are escaped");
+    // The same section and script as a standalone mqcontroller's page.
+    assert!(page.contains("<table id=controller-members>"), "{page}");
+    assert!(page.contains("function showController"), "{page}");
     let json: serde_json::Value =
         serde_json::from_str(&node.http_get("/status.json").await).unwrap();
     assert_eq!(json["controller"]["groups"][0]["master_broker_id"], 1);
+    assert_eq!(json["controller"]["members"][0]["role"], "leader");
+    let recent = json["controller"]["recent"].as_array().unwrap();
+    assert!(
+        recent
+            .iter()
+            .any(|e| e["kind"] == "election" && e["of"] == "grp<b>"),
+        "{recent:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,34 +7,12 @@ mod support;
 use support::MQNAMESRV;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use namesrv_testkit::*;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 use serde_json::Value;
-
-fn headless(chromium: &Path, args: &[&str]) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .output()
-        .expect("running chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[tokio::test]
 async fn chromium_shows_clusters_brokers_routes_and_kv() {
@@ -60,7 +38,7 @@ async fn chromium_shows_clusters_brokers_routes_and_kv() {
     .await;
     let url = format!("{}/?topic=OrderTopic", server.http.as_ref().unwrap());
 
-    let dom = headless(&chromium, &["--dump-dom", &url]);
+    let dom = headless_chromium(&chromium, &["--dump-dom", &url]);
     for expected in [
         "ProdCluster",
         "broker-a",
@@ -94,7 +72,7 @@ fn screenshot(chromium: &Path, url: &str, name: &str, budget: Option<&str>) {
     args.push(url.to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let _ = std::fs::remove_file(&shot);
-    headless(chromium, &args);
+    headless_chromium(chromium, &args);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 10_000,
@@ -232,7 +210,7 @@ async fn chromium_sees_charts_fill_flags_and_a_silent_broker_turn_amber_then_exp
     .await;
 
     let url = format!("{}/", server.http.as_ref().unwrap());
-    let dom = headless(&chromium, &[PAST_FIRST_POLL, "--dump-dom", &url]);
+    let dom = headless_chromium(&chromium, &[PAST_FIRST_POLL, "--dump-dom", &url]);
     let body = &dom[dom.find("<body").unwrap()..];
     let body = &body[..body.find('>').unwrap()];
     let polls: u32 = body
@@ -300,7 +278,7 @@ async fn chromium_sees_charts_fill_flags_and_a_silent_broker_turn_amber_then_exp
         },
     )
     .await;
-    let dom = headless(&chromium, &[PAST_FIRST_POLL, "--dump-dom", &url]);
+    let dom = headless_chromium(&chromium, &[PAST_FIRST_POLL, "--dump-dom", &url]);
     assert!(rows_with(table(&dom, "brokers"), &silent.addr).is_empty());
     let expired = rows_with(table(&dom, "changes"), &silent.addr);
     assert!(

@@ -345,8 +345,10 @@ impl Controller {
 
     pub fn view(&self, max_groups: usize) -> ControllerView {
         let raft = self.raft_status();
+        // The leader this node vouches for (its lease, or word from the leader within it), as
+        // brokers are told: Raft's own view keeps naming a leader nobody has heard from.
+        let leader = self.leader();
         let config = self.config.read();
-        let leader = raft.leader.and_then(|l| config.peer(l));
         let mut groups = self.groups();
         let groups_total = groups.len();
         groups.truncate(max_groups);
@@ -371,8 +373,8 @@ impl Controller {
             address: config.self_peer().addr.clone(),
             role: raft.state,
             term: raft.term,
-            leader_id: leader.map(|p| p.id.clone()),
-            leader_address: leader.map(|p| p.addr.clone()),
+            leader_id: leader.as_ref().map(|(id, _)| id.clone()),
+            leader_address: leader.map(|(_, addr)| addr),
             groups,
             groups_total,
             live_brokers: self.live_table().len(),
