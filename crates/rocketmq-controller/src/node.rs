@@ -82,7 +82,7 @@ struct Counters {
 }
 
 pub struct Controller {
-    config: RwLock<ControllerConfig>,
+    pub(crate) config: RwLock<ControllerConfig>,
     raft: Raft,
     applied: Arc<RwLock<Applied>>,
     live: Mutex<LiveTable>,
@@ -91,16 +91,21 @@ pub struct Controller {
     /// When this node last became leader: a new leader waits one heartbeat timeout before it
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
-    leader_since: Mutex<Option<Instant>>,
-    /// The addresses of the group's members: Raft requests and forwarded heartbeats are
-    /// accepted from these only.
-    peer_ips: std::collections::HashSet<std::net::IpAddr>,
+    pub(crate) leader_since: Mutex<Option<Instant>>,
+    /// The addresses of the group's members (the replicated membership's, the config's until
+    /// the node has one): Raft requests and forwarded heartbeats are accepted from these only.
+    pub(crate) peer_ips: tokio::sync::watch::Sender<std::collections::HashSet<std::net::IpAddr>>,
+    /// The membership `peer_ips` was last resolved from.
+    pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
+    /// While this leader hands its office to another member: it accepts no request that would
+    /// reach its followers, so that their leases run out (`members::transfer_leader`).
+    pub(crate) transferring: std::sync::atomic::AtomicBool,
     /// The node's own address, which its connections to peers come from.
-    source: Option<std::net::IpAddr>,
+    pub(crate) source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
     /// The leader's lease: the shortest election timeout (`raft_timing`).
-    lease: Duration,
+    pub(crate) lease: Duration,
     /// When this node last took AppendEntries (heartbeats included) from a leader.
     leader_heard_at: Mutex<Option<Instant>>,
     /// While this node, started on an empty store, catches up with a group that has worked:
@@ -157,7 +162,9 @@ impl Controller {
             notifier: Notifier,
             counters: Counters::default(),
             leader_since: Mutex::new(None),
-            peer_ips,
+            peer_ips: tokio::sync::watch::Sender::new(peer_ips),
+            membership_seen: Mutex::new(None),
+            transferring: Default::default(),
             source,
             quorum_acked_at: Mutex::new(None),
             lease,
@@ -203,12 +210,14 @@ impl Controller {
 
     /// Whether `ip` is an address of one of the group's members.
     pub fn is_peer(&self, ip: std::net::IpAddr) -> bool {
-        self.peer_ips.contains(&ip)
+        self.peer_ips.borrow().contains(&ip)
     }
 
-    /// The addresses of the group's members, as resolved at start.
-    pub fn peer_ips(&self) -> impl Iterator<Item = std::net::IpAddr> + '_ {
-        self.peer_ips.iter().copied()
+    /// The addresses of the group's members, kept up with the membership.
+    pub fn peer_ips(
+        &self,
+    ) -> tokio::sync::watch::Receiver<std::collections::HashSet<std::net::IpAddr>> {
+        self.peer_ips.subscribe()
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
@@ -216,6 +225,7 @@ impl Controller {
     pub fn is_leader(&self) -> bool {
         self.raft.metrics().borrow().state == ServerState::Leader
             && self.holds_lease()
+            && !self.transferring.load(Ordering::SeqCst)
             && self.failure().is_none()
     }
 
@@ -254,8 +264,7 @@ impl Controller {
             return None;
         }
         let leader = self.raft.metrics().borrow().current_leader?;
-        let config = self.config.read();
-        let vouched = if leader == config.self_node_id() {
+        let vouched = if leader == self.config.read().self_node_id() {
             self.is_leader()
         } else {
             self.leader_heard_at
@@ -265,7 +274,7 @@ impl Controller {
         if !vouched {
             return None;
         }
-        config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
+        self.member(leader)
     }
 
     /// While this node, started on an empty store, catches up with its group: the applied
@@ -309,8 +318,8 @@ impl Controller {
 
     pub fn view(&self, max_groups: usize) -> ControllerView {
         let raft = self.raft_status();
+        let leader = raft.leader.and_then(|l| self.member(l));
         let config = self.config.read();
-        let leader = raft.leader.and_then(|l| config.peer(l));
         let mut groups = self.groups();
         let groups_total = groups.len();
         groups.truncate(max_groups);
@@ -321,8 +330,8 @@ impl Controller {
             address: config.self_peer().addr.clone(),
             role: raft.state,
             term: raft.term,
-            leader_id: leader.map(|p| p.id.clone()),
-            leader_address: leader.map(|p| p.addr.clone()),
+            leader_id: leader.as_ref().map(|(id, _)| id.clone()),
+            leader_address: leader.map(|(_, addr)| addr),
             groups,
             groups_total,
             live_brokers: self.live_table().len(),
@@ -346,12 +355,9 @@ impl Controller {
         let Some(leader) = self.raft.metrics().borrow().current_leader else {
             return;
         };
-        let (self_id, addr) = {
-            let config = self.config.read();
-            match config.peer(leader) {
-                Some(p) => (config.self_node_id(), p.addr.clone()),
-                None => return,
-            }
+        let self_id = self.config.read().self_node_id();
+        let Some((_, addr)) = self.member(leader) else {
+            return;
         };
         if leader == self_id {
             return;
@@ -641,6 +647,7 @@ async fn watch_role(controller: Arc<Controller>) {
             controller.fail(why);
             return;
         }
+        controller.follow_membership();
         {
             let acked =
                 since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
@@ -745,6 +752,12 @@ async fn join_or_form(controller: Arc<Controller>) {
         .collect();
     let mut waited = 0u32;
     loop {
+        // Added as a learner by the leader of a group whose members would not answer it (they
+        // trust only their members' hosts): it joined. A learner neither votes nor stands.
+        if controller.is_learner() {
+            tracing::info!("this node was added to the group as a learner");
+            break;
+        }
         let probes = others.iter().map(|addr| probe(addr, controller.source));
         let answers = futures::future::join_all(probes).await;
         // Index 0 is the membership every node proposes at first: a group has worked once a
@@ -769,8 +782,7 @@ async fn join_or_form(controller: Arc<Controller>) {
             let members: BTreeMap<u64, BasicNode> = config
                 .peers
                 .iter()
-                .enumerate()
-                .map(|(i, p)| (i as u64, BasicNode::new(&p.addr)))
+                .filter_map(|p| Some((config.node_id(&p.id)?, BasicNode::new(&p.addr))))
                 .collect();
             // Every node proposes the same membership; whichever forms the group first wins
             // and the others' attempts are refused harmlessly.
@@ -811,7 +823,7 @@ async fn join_or_form(controller: Arc<Controller>) {
 }
 
 /// A member's answer to GROUP_PROBE: `Some(applied index, if any)`; `None` if it cannot be asked.
-async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
+pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
     let limit = Duration::from_secs(1);
     let client = Client::connect_from(addr, source, limit).await.ok()?;
     let answer = client
@@ -826,7 +838,7 @@ async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u6
 }
 
 /// The addresses a `host:port` resolves to; none if it does not.
-async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
+pub(crate) async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
     match tokio::net::lookup_host(addr).await {
         Ok(found) => found.map(|a| a.ip()).collect(),
         Err(e) => {
