@@ -503,9 +503,21 @@ impl Controller {
     ) -> Result<(), MemberError> {
         let mut metrics = self.raft().metrics();
         let started = Instant::now();
-        // Requests proposed before the hand-over began still commit: wait for the successor to
-        // hold all of them, or its election would be refused for a shorter log.
+        // Requests proposed before the hand-over began still commit: wait for them to be
+        // applied here and for the successor to hold them, or its election would be refused
+        // for a shorter log.
         loop {
+            if self.writes_in_flight.load(Ordering::SeqCst) > 0 {
+                if started.elapsed() >= HAND_OVER_LIMIT {
+                    return Err(MemberError::Failed(format!(
+                        "requests proposed before the hand-over to {name} did not end within {} \
+                         s: this node leads on",
+                        HAND_OVER_LIMIT.as_secs()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
             let done = {
                 let m = metrics.borrow_and_update();
                 let matched = m
@@ -530,6 +542,11 @@ impl Controller {
             }
             let _ = tokio::time::timeout(Duration::from_millis(20), metrics.changed()).await;
         }
+        tracing::info!(
+            successor = name,
+            caught_up_ms = started.elapsed().as_millis() as u64,
+            "the successor holds this leader's whole log"
+        );
         if 2 * 2 <= voters {
             tokio::time::sleep(2 * self.lease + Duration::from_millis(50)).await;
         }

@@ -100,6 +100,8 @@ pub struct Controller {
     /// While this leader hands its office to another member: it accepts no request that would
     /// reach its followers, so that their leases run out (`members::transfer_leader`).
     pub(crate) transferring: std::sync::atomic::AtomicBool,
+    /// Proposals between their leadership check and their outcome.
+    pub(crate) writes_in_flight: AtomicU64,
     /// The node's own address, which its connections to peers come from.
     pub(crate) source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
@@ -165,6 +167,7 @@ impl Controller {
             peer_ips: tokio::sync::watch::Sender::new(peer_ips),
             membership_seen: Mutex::new(None),
             transferring: Default::default(),
+            writes_in_flight: AtomicU64::new(0),
             source,
             quorum_acked_at: Mutex::new(None),
             lease,
@@ -427,6 +430,12 @@ impl Controller {
     /// node without the lease refuses at once, and a proposal not committed within the deadline
     /// is answered as failed (it may still commit later, as with Java's timed-out requests).
     pub async fn write(&self, cmd: Command) -> Result<CommandReply, ConsensusError> {
+        // Counted before the leadership check, so that a hand-over that begins after the check
+        // still waits for this proposal (`members::transfer_leader`).
+        self.writes_in_flight.fetch_add(1, Ordering::SeqCst);
+        let _done = scopeguard(|| {
+            self.writes_in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
         if !self.is_leader() {
             return Err(ConsensusError::NotLeader);
         }
@@ -854,6 +863,19 @@ async fn resolve_peers(config: &ControllerConfig) -> std::collections::HashSet<s
         ips.extend(resolve(&peer.addr).await);
     }
     ips
+}
+
+/// Runs `f` when dropped, however the scope ends.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
 }
 
 /// A connection id source for the heartbeat table.
