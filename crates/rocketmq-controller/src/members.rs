@@ -547,7 +547,9 @@ impl Controller {
             caught_up_ms = started.elapsed().as_millis() as u64,
             "the successor holds this leader's whole log"
         );
-        if 2 * 2 <= voters {
+        // The votes at hand: the successor's own and this leader's.
+        const AT_HAND: usize = 2;
+        if AT_HAND * 2 <= voters {
             tokio::time::sleep(2 * self.lease + Duration::from_millis(50)).await;
         }
         ask_to_lead(addr, self.source).await.map_err(|why| {

@@ -44,7 +44,7 @@ pub mod request {
 
     // Ours, served by a controller to admin tools: changes of the controller group's own
     // members. Java assigns nothing here (its controller codes end at 1018, its JRaft
-    // internals included), and our controller uses 1190–1194 between its nodes.
+    // internals included), and our controller uses 1190–1195 between its nodes.
     /// Adds a node (`memberId`, `memberAddress`): a learner first, a voter once caught up.
     pub const CONTROLLER_ADD_MEMBER: i32 = 1200;
     /// Removes a node (`memberId`), the leader included.
