@@ -183,6 +183,13 @@ impl Controller {
         if addrs.is_empty() {
             return;
         }
+        let self_id = self.config.read().self_node_id();
+        if stored.membership().get_node(&self_id).is_none() {
+            tracing::warn!(
+                "this node is not in its group's membership (it was removed): it takes no part \
+                 until it is added again"
+            );
+        }
         let this = self.clone();
         tokio::spawn(async move {
             let mut ips = HashSet::new();
@@ -430,12 +437,25 @@ impl Controller {
                 .and_then(|v| members.nodes.get(v).cloned());
             if let Some(addr) = successor {
                 // The others refuse votes while their lease of this leader lasts (openraft's
-                // leader lease: the longest election timeout since they last heard from it).
-                let wait = 2 * self.lease + Duration::from_millis(100);
+                // leader lease: the longest election timeout since they last heard from it),
+                // and it goes on sending heartbeats until it has stepped down, a moment after
+                // the change was answered.
+                let wait = self.lease_of_followers();
                 let source = self.source;
+                let mut metrics = self.raft().metrics();
                 tokio::spawn(async move {
+                    let stepped_down = async {
+                        while metrics.borrow_and_update().state == ServerState::Leader {
+                            if metrics.changed().await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(CHANGE_DEADLINE, stepped_down).await;
                     tokio::time::sleep(wait).await;
-                    let _ = ask_to_lead(&addr, source).await;
+                    if let Err(why) = ask_to_lead(&addr, source).await {
+                        tracing::warn!(successor = %addr, %why, "the successor could not be asked to stand");
+                    }
                 });
             }
         }
@@ -550,7 +570,7 @@ impl Controller {
         // The votes at hand: the successor's own and this leader's.
         const AT_HAND: usize = 2;
         if AT_HAND * 2 <= voters {
-            tokio::time::sleep(2 * self.lease + Duration::from_millis(50)).await;
+            tokio::time::sleep(self.lease_of_followers()).await;
         }
         ask_to_lead(addr, self.source).await.map_err(|why| {
             MemberError::Failed(format!("{name} could not be asked to lead: {why}"))
@@ -579,6 +599,13 @@ impl Controller {
         }
     }
 
+    /// How long after this leader's last message a follower still refuses votes (openraft's
+    /// leader lease, the longest election timeout), with a heartbeat interval to spare.
+    fn lease_of_followers(&self) -> Duration {
+        let heartbeat = self.config.read().raft_heartbeat_interval_ms;
+        2 * self.lease + Duration::from_millis(heartbeat)
+    }
+
     /// TAKE_LEADERSHIP: stands for election at once, as a leader handing on its office asks.
     pub(crate) async fn take_leadership(&self) -> Result<(), String> {
         let id = self.config.read().self_node_id();
@@ -588,6 +615,7 @@ impl Controller {
         if self.rejoin_target().is_some() {
             return Err("this node is still catching up with the group".into());
         }
+        tracing::info!("asked by the leader handing on its office: standing for election now");
         self.raft()
             .trigger()
             .elect()
