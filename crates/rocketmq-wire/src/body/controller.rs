@@ -362,6 +362,36 @@ mod tests {
     }
 
     #[test]
+    fn the_member_list_reads_back_as_written_with_unknown_lags_as_null() {
+        let members = ControllerMembers {
+            leader_id: Some("n0".into()),
+            last_log_index: Some(7),
+            members: vec![
+                ControllerMember {
+                    id: "n0".into(),
+                    address: "a:1".into(),
+                    role: "leader".into(),
+                    matched_index: Some(7),
+                    lag: Some(0),
+                },
+                ControllerMember {
+                    id: "n3".into(),
+                    address: "a:4".into(),
+                    role: "learner".into(),
+                    matched_index: None,
+                    lag: None,
+                },
+            ],
+        };
+        let body = members.encode();
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert!(text.contains(r#""matchedIndex":null"#), "{text}");
+        assert!(text.contains(r#""leaderId":"n0""#), "{text}");
+        assert_eq!(ControllerMembers::decode(&body).unwrap(), members);
+        assert!(ControllerMembers::decode(b"[1]").is_err());
+    }
+
+    #[test]
     fn golden_sync_state_set() {
         let body = set(&[1, 5, 9], 7).encode();
         assert_eq!(body, br#"{"syncStateSet":[1,5,9],"syncStateSetEpoch":7}"#);
