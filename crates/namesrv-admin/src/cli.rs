@@ -186,6 +186,44 @@ pub enum Command {
         #[arg(short = 'v', long = "value")]
         value: String,
     },
+    /// The controller group's members with their roles, addresses and how far each lags the
+    /// leader's log.
+    #[command(name = "listControllerMembers")]
+    ListControllerMembers {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+    },
+    /// Add a node to the controller group: it joins as a learner and becomes a voter once it
+    /// has caught up. Start the node first, its config listing the group's members and itself.
+    #[command(name = "addControllerMember")]
+    AddControllerMember {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        /// The new member's id, as its controllerDLegerSelfId (`n3`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+        /// The address it serves on, `host:port`.
+        #[arg(short = 'm', long = "memberAddress")]
+        addr: String,
+    },
+    /// Remove a node from the controller group, the leader included (it steps down).
+    #[command(name = "removeControllerMember")]
+    RemoveControllerMember {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        /// The member's id (`n1`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+    },
+    /// Hand the controller group's leadership to a caught-up voter.
+    #[command(name = "transferControllerLeader")]
+    TransferControllerLeader {
+        #[command(flatten)]
+        controller: ControllerAddrs,
+        /// The voter to lead (`n2`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]

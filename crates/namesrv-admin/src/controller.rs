@@ -6,13 +6,15 @@
 use std::time::Duration;
 
 use rocketmq_wire::body::{
-    BrokerNameList, BrokerReplicasInfo, ClusterInfo, ElectMasterResponseBody, ReplicasInfo,
+    BrokerNameList, BrokerReplicasInfo, ClusterInfo, ControllerMembers, ElectMasterResponseBody,
+    ReplicasInfo,
 };
 use rocketmq_wire::codes::request::{self, GET_BROKER_CLUSTER_INFO};
 use rocketmq_wire::codes::response;
 use rocketmq_wire::headers::controller::{
-    CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
-    GetMetaDataResponseHeader,
+    AddControllerMemberRequestHeader, CleanControllerBrokerDataRequestHeader,
+    ElectMasterRequestHeader, ElectMasterResponseHeader, GetMetaDataResponseHeader,
+    RemoveControllerMemberRequestHeader, TransferControllerLeaderRequestHeader,
 };
 use rocketmq_wire::headers::{RequestHeader, ResponseHeader};
 use rocketmq_wire::RemotingCommand;
@@ -22,7 +24,7 @@ use crate::cli::BrokerSets;
 use crate::error::AdminError;
 use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, ServerResponse};
 use crate::reads::{body_json, config_report};
-use crate::report::Report;
+use crate::report::{Report, Table};
 use crate::writes::{config_body, report_each};
 
 /// How often a request refused with NOT_LEADER is tried again: the leader named a moment ago
@@ -140,10 +142,19 @@ impl Controllers {
     /// Sends `request` to the leader, whatever its answer; NOT_LEADER sends it to the leader
     /// named then, a few times over.
     async fn call_leader(&self, request: RemotingCommand) -> Result<ServerResponse, AdminError> {
+        self.call_leader_within(request, self.timeout).await
+    }
+
+    /// [`Controllers::call_leader`], waiting up to `timeout` for the answer.
+    async fn call_leader_within(
+        &self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<ServerResponse, AdminError> {
         let mut attempt = 1;
         loop {
             let leader = self.leader().await?;
-            let reply = call_once(&leader, self.timeout, request.clone()).await?;
+            let reply = call_once(&leader, timeout, request.clone()).await?;
             if reply.response.code != response::CONTROLLER_NOT_LEADER || attempt == LEADER_ATTEMPTS
             {
                 return Ok(reply);
@@ -151,6 +162,26 @@ impl Controllers {
             attempt += 1;
             tokio::time::sleep(LEADER_RETRY_PAUSE).await;
         }
+    }
+
+    /// The leader the nodes of `-a` other than `old` name, waited for a while.
+    async fn new_leader(&self, old: &str) -> Option<String> {
+        let deadline = std::time::Instant::now() + NEW_LEADER_WAIT;
+        while std::time::Instant::now() < deadline {
+            for addr in self.addrs.iter().filter(|a| *a != old) {
+                if let Ok(Metadata {
+                    leader_addr: Some(leader),
+                    ..
+                }) = self.metadata(addr).await
+                {
+                    if leader != old {
+                        return Some(leader);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        None
     }
 
     fn signed(&self, request: RemotingCommand) -> RemotingCommand {
@@ -402,6 +433,127 @@ pub async fn update_controller_config(ctl: &Controllers, key: &str, value: &str)
             json!({}),
         )
     })
+}
+
+/// How long a member change may take: an added node is given 30 s to catch up with the
+/// leader's log, and each change commits twice (joint, then final configuration).
+const MEMBER_CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the nodes of `-a` are asked for a new leader after the leader changed.
+const NEW_LEADER_WAIT: Duration = Duration::from_secs(10);
+
+/// The members as a table: id, role, address, the last log index the leader knows each holds
+/// and how many entries each lacks.
+fn members_text(members: &ControllerMembers) -> String {
+    let mut table = Table::new(&["Id", "Role", "Address", "MatchedIndex", "Lag"]);
+    for m in &members.members {
+        table.row(vec![
+            m.id.clone(),
+            m.role.clone(),
+            m.address.clone(),
+            shown(m.matched_index),
+            shown(m.lag),
+        ]);
+    }
+    format!(
+        "#Leader\t{}\n#LastLogIndex\t{}\n{}",
+        shown(members.leader_id.as_deref()),
+        shown(members.last_log_index),
+        table.render()
+    )
+}
+
+fn members_json(leader_addr: &str, members: &ControllerMembers) -> Value {
+    json!({ "controllerLeader": leader_addr, "members": members })
+}
+
+/// `listControllerMembers`: the group's members as its leader sees them.
+pub async fn list_members(ctl: &Controllers) -> Result<Report, AdminError> {
+    let request = RemotingCommand::request(request::CONTROLLER_LIST_MEMBERS);
+    let reply = ctl.call_leader(request).await?.success()?;
+    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    Ok(Report::ok(
+        members_text(&members),
+        members_json(&reply.addr, &members),
+    ))
+}
+
+/// `addControllerMember`: adds a node, a learner first and a voter once caught up.
+pub async fn add_member(ctl: &Controllers, id: &str, addr: &str) -> Result<Report, AdminError> {
+    let request = AddControllerMemberRequestHeader {
+        member_id: id,
+        member_address: addr,
+    }
+    .to_command();
+    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
+    let reply = ctl
+        .call_leader_within(ctl.signed(request), timeout)
+        .await?
+        .success()?;
+    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    Ok(Report::ok(
+        format!(
+            "{id} ({addr}) is a voter of the controller group.\n{}",
+            members_text(&members)
+        ),
+        members_json(&reply.addr, &members),
+    ))
+}
+
+/// `removeControllerMember`: removes a node, the leader included; when the leader left, the
+/// report names its successor once the nodes of `-a` name one.
+pub async fn remove_member(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
+    let request = RemoveControllerMemberRequestHeader { member_id: id }.to_command();
+    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
+    let reply = ctl
+        .call_leader_within(ctl.signed(request), timeout)
+        .await?
+        .success()?;
+    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    let mut text = format!("{id} was removed from the controller group.\n");
+    let mut json = members_json(&reply.addr, &members);
+    let was_leader = members.leader_id.is_none();
+    if was_leader {
+        text.push_str(&format!(
+            "It was the leader ({}) and stepped down; ",
+            reply.addr
+        ));
+        match ctl.new_leader(&reply.addr).await {
+            Some(leader) => text.push_str(&format!("the new leader is {leader}.\n")),
+            None => text.push_str(&format!(
+                "no new leader was named within {} s: ask getControllerMetaData.\n",
+                NEW_LEADER_WAIT.as_secs()
+            )),
+        }
+        json["removedLeader"] = json!(true);
+    }
+    text.push_str(&members_text(&members));
+    Ok(Report::ok(text, json))
+}
+
+/// `transferControllerLeader`: hands the leadership to the named voter.
+pub async fn transfer_leader(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
+    let request = TransferControllerLeaderRequestHeader { member_id: id }.to_command();
+    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
+    let started = std::time::Instant::now();
+    let reply = ctl
+        .call_leader_within(ctl.signed(request), timeout)
+        .await?
+        .success()?;
+    let took = started.elapsed().as_millis();
+    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    let leader = members
+        .members
+        .iter()
+        .find(|m| m.id == id)
+        .map(|m| m.address.clone());
+    Ok(Report::ok(
+        format!(
+            "{id} ({}) leads the controller group (the hand-over from {} took {took} ms).\n",
+            shown(leader.as_deref()),
+            reply.addr
+        ),
+        json!({ "previousLeader": reply.addr, "leaderId": id, "leaderAddress": leader, "tookMs": took }),
+    ))
 }
 
 /// Parses `-b` of cleanBrokerMetadata: broker ids separated by `;`.

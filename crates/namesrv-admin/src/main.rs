@@ -142,6 +142,20 @@ async fn run(cli: Cli) -> Result<Report, AdminError> {
             let ctl = controllers(&controller.addrs)?;
             controller::update_controller_config(&ctl, &key, &value).await
         }
+        Command::ListControllerMembers { controller } => {
+            controller::list_members(&controllers(&controller.addrs)?).await?
+        }
+        Command::AddControllerMember {
+            controller,
+            id,
+            addr,
+        } => controller::add_member(&controllers(&controller.addrs)?, &id, &addr).await?,
+        Command::RemoveControllerMember { controller, id } => {
+            controller::remove_member(&controllers(&controller.addrs)?, &id).await?
+        }
+        Command::TransferControllerLeader { controller, id } => {
+            controller::transfer_leader(&controllers(&controller.addrs)?, &id).await?
+        }
     };
     Ok(report)
 }

@@ -657,3 +657,65 @@ async fn without_a_leader_commands_that_need_one_fail_and_say_so() {
         nobody.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_member_commands_list_hand_on_the_leadership_and_remove_the_leader() {
+    let (cluster, leader) = group(3).await;
+    let all = cluster.controller_addr();
+    let listed = nsadmin(&["listControllerMembers", "-a", &all]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_has(&listed.stdout, &[&format!("#Leader\tn{leader}")]);
+    for (i, addr) in cluster.controllers.iter().enumerate() {
+        let role = if i == leader { "leader" } else { "follower" };
+        let row = listed
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("n{i} ")))
+            .unwrap_or_else(|| panic!("no row for n{i}: {}", listed.stdout));
+        assert!(row.contains(role) && row.contains(addr.as_str()), "{row}");
+    }
+
+    // Asked of a follower alone: the request goes to the leader.
+    let target = (leader + 1) % 3;
+    let follower = cluster.controllers[(leader + 2) % 3].as_str();
+    let id = format!("n{target}");
+    let moved = nsadmin(&["transferControllerLeader", "-a", follower, "-i", &id]).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    assert!(moved
+        .stdout
+        .contains(&format!("{id} ({}) leads", cluster.controllers[target])));
+    assert_eq!(cluster.leader(Duration::from_secs(5)).await, Some(target));
+
+    let removed = nsadmin(&["removeControllerMember", "-a", &all, "-i", &id]).await;
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert!(
+        removed.stdout.contains("It was the leader"),
+        "{}",
+        removed.stdout
+    );
+    assert!(
+        removed.stdout.contains("the new leader is"),
+        "{}",
+        removed.stdout
+    );
+    let listed = nsadmin(&["listControllerMembers", "-a", &all, "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let members = listed.json()["members"]["members"].clone();
+    let ids: Vec<&str> = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(!ids.contains(&id.as_str()), "{ids:?}");
+
+    // A refusal is reported with the controller's reason, and the exit code says so.
+    let refused = nsadmin(&["removeControllerMember", "-a", &all, "-i", "x1"]).await;
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("not a member id"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -17,9 +17,12 @@ pub struct Peer {
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
     pub group: String,
-    /// Sorted by id: a node's Raft id is its position here, the same on every node whatever the
-    /// order of the configured list.
+    /// The members a fresh group is formed of, sorted by Raft id. A running group's members are
+    /// those of its replicated membership, which may differ (`docs/controller.md` §5.1).
     pub peers: Vec<Peer>,
+    /// What every member id starts with (`n` of `n0`): a member's Raft id is the number that
+    /// follows, so that it stays the same whatever members come and go.
+    pub id_prefix: String,
     pub self_id: String,
     pub store_path: PathBuf,
     pub elect_unclean_master: bool,
@@ -69,6 +72,11 @@ pub enum ConfigError {
     Invalid { key: &'static str, value: String },
     #[error("controllerDLegerSelfId {0} is not one of controllerDLegerPeers")]
     SelfNotAPeer(String),
+    #[error(
+        "controllerDLegerPeers: member id {0} is not the members' common prefix followed by a \
+         number (n0, n1, n2, ...); the number is the member's Raft id"
+    )]
+    BadMemberId(String),
 }
 
 rocketmq_wire::key_table! {
@@ -249,6 +257,18 @@ impl ControllerConfig {
         if !peers.iter().any(|p| p.id == self_id) {
             return Err(ConfigError::SelfNotAPeer(self_id));
         }
+        let id_prefix = member_id_parts(&peers[0].id)
+            .ok_or_else(|| ConfigError::BadMemberId(peers[0].id.clone()))?
+            .0
+            .to_string();
+        let mut numbers = std::collections::BTreeSet::new();
+        for peer in &peers {
+            match member_id_parts(&peer.id) {
+                Some((prefix, n)) if prefix == id_prefix && numbers.insert(n) => {}
+                _ => return Err(ConfigError::BadMemberId(peer.id.clone())),
+            }
+        }
+        peers.sort_by_key(|p| member_id_parts(&p.id).map(|(_, n)| n));
         let store_path = given(&table.store_path).map_or_else(
             || {
                 home.join(if jraft {
@@ -264,6 +284,7 @@ impl ControllerConfig {
         Ok(ControllerConfig {
             group,
             peers,
+            id_prefix,
             self_id,
             store_path,
             elect_unclean_master: table.enable_elect_unclean_master,
@@ -306,15 +327,24 @@ impl ControllerConfig {
             .expect("checked when the config was read")
     }
 
+    /// The Raft id of a member id (`n3` → 3), whether or not the config lists it: members
+    /// added later are named the same way.
     pub fn node_id(&self, peer_id: &str) -> Option<u64> {
-        self.peers
-            .iter()
-            .position(|p| p.id == peer_id)
-            .map(|i| i as u64)
+        member_id_parts(peer_id)
+            .filter(|(prefix, _)| *prefix == self.id_prefix)
+            .map(|(_, n)| n)
     }
 
+    /// The member id of a Raft id (3 → `n3`).
+    pub fn member_name(&self, node_id: u64) -> String {
+        format!("{}{node_id}", self.id_prefix)
+    }
+
+    /// The configured member of a Raft id.
     pub fn peer(&self, node_id: u64) -> Option<&Peer> {
-        self.peers.get(node_id as usize)
+        self.peers
+            .iter()
+            .find(|p| self.node_id(&p.id) == Some(node_id))
     }
 
     pub fn is_blacklisted(&self, key: &str) -> bool {
@@ -337,6 +367,7 @@ impl ControllerConfig {
             *self = ControllerConfig {
                 group: self.group.clone(),
                 peers: self.peers.clone(),
+                id_prefix: self.id_prefix.clone(),
                 self_id: self.self_id.clone(),
                 store_path: self.store_path.clone(),
                 raft_heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
@@ -372,6 +403,17 @@ impl ControllerConfig {
 /// A string key's value, blank counting as absent, as Java's setters see an empty property.
 fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
+}
+
+/// A member id as its prefix and number: `n12` → (`n`, 12). The number has no leading zero
+/// (`n01` would be a second spelling of `n1`) and the prefix no digit at its end.
+pub fn member_id_parts(id: &str) -> Option<(&str, u64)> {
+    let digits = id.len() - id.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let (prefix, number) = id.split_at(digits);
+    if number.is_empty() || (number.len() > 1 && number.starts_with('0')) {
+        return None;
+    }
+    Some((prefix, number.parse().ok()?))
 }
 
 /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868`: the id ends at the first `-`, the address follows.
@@ -515,6 +557,56 @@ mod tests {
         assert!(c.notify_broker_role_changed);
         assert_eq!(c.scan_not_active_broker_interval_ms, 2000);
         assert!(c.listing().contains("mappedFileSize=67108864\n"));
+    }
+
+    #[test]
+    fn a_members_raft_id_is_the_number_of_its_id_not_its_position() {
+        let c = ControllerConfig::from_properties(
+            &props(&[
+                (
+                    "controllerDLegerPeers",
+                    "n10-127.0.0.1:1;n2-127.0.0.1:2;n3-127.0.0.1:3",
+                ),
+                ("controllerDLegerSelfId", "n10"),
+            ]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        assert_eq!(c.self_node_id(), 10);
+        assert_eq!(c.node_id("n7"), Some(7), "a member added later");
+        assert_eq!(c.member_name(7), "n7");
+        assert_eq!(c.peer(2).unwrap().addr, "127.0.0.1:2");
+        assert_eq!(
+            c.peers.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["n2", "n3", "n10"]
+        );
+        assert_eq!(c.node_id("x7"), None);
+        assert_eq!(c.node_id("n07"), None);
+        let c = ControllerConfig::from_properties(
+            &props(&[
+                ("controllerDLegerPeers", "ctl1-127.0.0.1:1;ctl2-127.0.0.1:2"),
+                ("controllerDLegerSelfId", "ctl2"),
+            ]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        assert_eq!((c.self_node_id(), c.member_name(5)), (2, "ctl5".into()));
+        for (bad, me) in [
+            ("a-127.0.0.1:1;b-127.0.0.1:2", "a"),
+            ("n0-127.0.0.1:1;m1-127.0.0.1:2", "n0"),
+        ] {
+            let refused = ControllerConfig::from_properties(
+                &props(&[
+                    ("controllerDLegerPeers", bad),
+                    ("controllerDLegerSelfId", me),
+                ]),
+                Path::new("/h"),
+            );
+            assert!(
+                matches!(refused, Err(ConfigError::BadMemberId(_))),
+                "{bad}: {refused:?}"
+            );
+        }
     }
 
     #[test]

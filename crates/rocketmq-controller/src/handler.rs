@@ -7,10 +7,11 @@ use std::sync::Arc;
 use rocketmq_wire::body::{BrokerNameList, SyncStateSet};
 use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::controller::{
-    AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
+    AddControllerMemberRequestHeader, AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
     CleanControllerBrokerDataRequestHeader, ControllerHeartbeatHeader, ElectMasterRequestHeader,
     GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
-    RegisterBrokerToControllerRequestHeader,
+    RegisterBrokerToControllerRequestHeader, RemoveControllerMemberRequestHeader,
+    TransferControllerLeaderRequestHeader,
 };
 use rocketmq_wire::headers::{HeaderError, RequestHeader, ResponseHeader};
 use rocketmq_wire::{ExtFields, RemotingCommand};
@@ -37,6 +38,15 @@ pub async fn handle(
             | codes::RAFT_INSTALL_SNAPSHOT
             | codes::FORWARDED_HEARTBEAT
             | codes::GROUP_PROBE
+            | codes::TAKE_LEADERSHIP
+    );
+    // Changing the group's members moves who decides every broker's role: only from a
+    // member's host or this host (an operator on a controller machine).
+    let members_admin = matches!(
+        req.code,
+        request::CONTROLLER_ADD_MEMBER
+            | request::CONTROLLER_REMOVE_MEMBER
+            | request::CONTROLLER_TRANSFER_LEADER
     );
     let header_bytes: usize = req
         .ext_fields
@@ -55,6 +65,14 @@ pub async fn handle(
             ResponseDraft::code(
                 response::NO_PERMISSION,
                 "raft requests are accepted from the controller group's members only",
+            )
+        }
+        _ if members_admin && !from.is_loopback() && !controller.is_peer(from) => {
+            tracing::warn!(%from, code = req.code, "member change from a non-member host refused");
+            ResponseDraft::code(
+                response::NO_PERMISSION,
+                "member changes are accepted from the controller group's member hosts or \
+                 loopback only",
             )
         }
         request::BROKER_HEARTBEAT => {
@@ -155,6 +173,29 @@ pub async fn handle(
                 ),
             }
         }
+        request::CONTROLLER_LIST_MEMBERS => members_reply(controller.list_members()),
+        request::CONTROLLER_ADD_MEMBER => {
+            match AddControllerMemberRequestHeader::from_command(req) {
+                Ok(h) => members_reply(controller.add_member(h.member_id, h.member_address).await),
+                Err(_) => invalid("memberId and memberAddress are required"),
+            }
+        }
+        request::CONTROLLER_REMOVE_MEMBER => {
+            match RemoveControllerMemberRequestHeader::from_command(req) {
+                Ok(h) => members_reply(controller.remove_member(h.member_id).await),
+                Err(_) => invalid("memberId is required"),
+            }
+        }
+        request::CONTROLLER_TRANSFER_LEADER => {
+            match TransferControllerLeaderRequestHeader::from_command(req) {
+                Ok(h) => members_reply(controller.transfer_leader(h.member_id).await),
+                Err(_) => invalid("memberId is required"),
+            }
+        }
+        codes::TAKE_LEADERSHIP => match controller.take_leadership().await {
+            Ok(()) => ResponseDraft::ok(),
+            Err(why) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
+        },
         codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
         codes::RAFT_VOTE => vote(controller, req).await,
         codes::GROUP_PROBE => {
@@ -241,6 +282,19 @@ fn reply_of(result: Result<CommandReply, ConsensusError>) -> ResponseDraft {
     }
 }
 
+fn members_reply(
+    result: Result<rocketmq_wire::body::ControllerMembers, crate::members::MemberError>,
+) -> ResponseDraft {
+    match result {
+        Ok(members) => ResponseDraft::ok().body(members.encode()),
+        Err(crate::members::MemberError::NotLeader) => ResponseDraft::code(
+            response::CONTROLLER_NOT_LEADER,
+            "The controller is not in leader state",
+        ),
+        Err(e) => ResponseDraft::code(e.code(), &e.to_string()),
+    }
+}
+
 fn heartbeat(
     controller: &Arc<Controller>,
     req: &RemotingCommand,
@@ -284,11 +338,7 @@ fn heartbeat(
 
 fn metadata(controller: &Arc<Controller>) -> ResponseDraft {
     let config = controller.config();
-    let peers: String = config
-        .peers
-        .iter()
-        .map(|p| format!("{}:{};", p.id, p.addr))
-        .collect();
+    let peers = controller.members_text();
     let leader = controller.leader();
     ResponseDraft::ok().header(&GetMetaDataResponseHeader {
         group: Some(&config.group),

@@ -7,6 +7,7 @@
 //! - `server`: the peer port (brokers, admin tools, other nodes), bounded like the NameServer's;
 //! - `handler`: the controller's requests, one `match` over the request code;
 //! - `node`: one node: its Raft member, its heartbeat table and a leader's background duties;
+//! - `members`: adding, removing and listing the group's own members, and handing on its leadership;
 //! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;
 //! - `replicated`: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
 //! - `raft`: openraft around that state: the redb log and snapshots, the transport between nodes;
@@ -20,6 +21,7 @@ pub mod config;
 mod handler;
 mod heartbeat;
 pub mod http;
+mod members;
 pub mod metrics;
 mod node;
 mod notify;

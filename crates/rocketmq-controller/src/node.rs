@@ -85,7 +85,7 @@ struct Counters {
 }
 
 pub struct Controller {
-    config: RwLock<ControllerConfig>,
+    pub(crate) config: RwLock<ControllerConfig>,
     raft: Raft,
     applied: Arc<RwLock<Applied>>,
     live: Mutex<LiveTable>,
@@ -94,16 +94,23 @@ pub struct Controller {
     /// When this node last became leader: a new leader waits one heartbeat timeout before it
     /// judges masters by its own table, so that a node that has just started never mistakes
     /// "not heard yet" for "gone".
-    leader_since: Mutex<Option<Instant>>,
-    /// The addresses of the group's members: Raft requests and forwarded heartbeats are
-    /// accepted from these only.
-    peer_ips: std::collections::HashSet<std::net::IpAddr>,
+    pub(crate) leader_since: Mutex<Option<Instant>>,
+    /// The addresses of the group's members (the replicated membership's, the config's until
+    /// the node has one): Raft requests and forwarded heartbeats are accepted from these only.
+    pub(crate) peer_ips: tokio::sync::watch::Sender<std::collections::HashSet<std::net::IpAddr>>,
+    /// The membership `peer_ips` was last resolved from.
+    pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
+    /// While this leader hands its office to another member: it accepts no request that would
+    /// reach its followers, so that their leases run out (`members::transfer_leader`).
+    pub(crate) transferring: std::sync::atomic::AtomicBool,
+    /// Proposals between their leadership check and their outcome.
+    pub(crate) writes_in_flight: AtomicU64,
     /// The node's own address, which its connections to peers come from.
-    source: Option<std::net::IpAddr>,
+    pub(crate) source: Option<std::net::IpAddr>,
     /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
     quorum_acked_at: Mutex<Option<Instant>>,
     /// The leader's lease: the shortest election timeout (`raft_timing`).
-    lease: Duration,
+    pub(crate) lease: Duration,
     /// When this node last took AppendEntries (heartbeats included) from a leader.
     leader_heard_at: Mutex<Option<Instant>>,
     /// While this node, started on an empty store, catches up with a group that has worked:
@@ -168,7 +175,10 @@ impl Controller {
             notifier: Notifier,
             counters: Counters::default(),
             leader_since: Mutex::new(None),
-            peer_ips,
+            peer_ips: tokio::sync::watch::Sender::new(peer_ips),
+            membership_seen: Mutex::new(None),
+            transferring: Default::default(),
+            writes_in_flight: AtomicU64::new(0),
             source,
             quorum_acked_at: Mutex::new(None),
             lease,
@@ -218,12 +228,14 @@ impl Controller {
 
     /// Whether `ip` is an address of one of the group's members.
     pub fn is_peer(&self, ip: std::net::IpAddr) -> bool {
-        self.peer_ips.contains(&ip)
+        self.peer_ips.borrow().contains(&ip)
     }
 
-    /// The addresses of the group's members, as resolved at start.
-    pub fn peer_ips(&self) -> impl Iterator<Item = std::net::IpAddr> + '_ {
-        self.peer_ips.iter().copied()
+    /// The addresses of the group's members, kept up with the membership.
+    pub fn peer_ips(
+        &self,
+    ) -> tokio::sync::watch::Receiver<std::collections::HashSet<std::net::IpAddr>> {
+        self.peer_ips.subscribe()
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
@@ -231,6 +243,7 @@ impl Controller {
     pub fn is_leader(&self) -> bool {
         self.raft.metrics().borrow().state == ServerState::Leader
             && self.holds_lease()
+            && !self.transferring.load(Ordering::SeqCst)
             && self.failure().is_none()
     }
 
@@ -290,8 +303,7 @@ impl Controller {
             return None;
         }
         let leader = self.raft.metrics().borrow().current_leader?;
-        let config = self.config.read();
-        let vouched = if leader == config.self_node_id() {
+        let vouched = if leader == self.config.read().self_node_id() {
             self.is_leader()
         } else {
             self.leader_heard_at
@@ -301,7 +313,7 @@ impl Controller {
         if !vouched {
             return None;
         }
-        config.peer(leader).map(|p| (p.id.clone(), p.addr.clone()))
+        self.member(leader)
     }
 
     /// While this node, started on an empty store, catches up with its group: the applied
@@ -410,9 +422,7 @@ impl Controller {
                     Some(last.saturating_sub(matched))
                 });
                 MemberView {
-                    id: config
-                        .peer(*id)
-                        .map_or_else(|| format!("node {id}"), |p| p.id.clone()),
+                    id: config.member_name(*id),
                     node: *id,
                     address: node.addr.clone(),
                     role,
@@ -454,12 +464,9 @@ impl Controller {
         let Some(leader) = self.raft.metrics().borrow().current_leader else {
             return;
         };
-        let (self_id, addr) = {
-            let config = self.config.read();
-            match config.peer(leader) {
-                Some(p) => (config.self_node_id(), p.addr.clone()),
-                None => return,
-            }
+        let self_id = self.config.read().self_node_id();
+        let Some((_, addr)) = self.member(leader) else {
+            return;
         };
         if leader == self_id {
             return;
@@ -529,6 +536,12 @@ impl Controller {
     /// node without the lease refuses at once, and a proposal not committed within the deadline
     /// is answered as failed (it may still commit later, as with Java's timed-out requests).
     pub async fn write(&self, cmd: Command) -> Result<CommandReply, ConsensusError> {
+        // Counted before the leadership check, so that a hand-over that begins after the check
+        // still waits for this proposal (`members::transfer_leader`).
+        self.writes_in_flight.fetch_add(1, Ordering::SeqCst);
+        let _done = scopeguard(|| {
+            self.writes_in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
         if !self.is_leader() {
             return Err(ConsensusError::NotLeader);
         }
@@ -799,6 +812,7 @@ async fn watch_role(controller: Arc<Controller>) {
             controller.fail(why);
             return;
         }
+        controller.follow_membership();
         {
             let acked =
                 since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
@@ -913,6 +927,12 @@ async fn join_or_form(controller: Arc<Controller>) {
         .collect();
     let mut waited = 0u32;
     loop {
+        // Added as a learner by the leader of a group whose members would not answer it (they
+        // trust only their members' hosts): it joined. A learner neither votes nor stands.
+        if controller.is_learner() {
+            tracing::info!("this node was added to the group as a learner");
+            break;
+        }
         let probes = others.iter().map(|addr| probe(addr, controller.source));
         let answers = futures::future::join_all(probes).await;
         // Index 0 is the membership every node proposes at first: a group has worked once a
@@ -937,8 +957,7 @@ async fn join_or_form(controller: Arc<Controller>) {
             let members: BTreeMap<u64, BasicNode> = config
                 .peers
                 .iter()
-                .enumerate()
-                .map(|(i, p)| (i as u64, BasicNode::new(&p.addr)))
+                .filter_map(|p| Some((config.node_id(&p.id)?, BasicNode::new(&p.addr))))
                 .collect();
             // Every node proposes the same membership; whichever forms the group first wins
             // and the others' attempts are refused harmlessly.
@@ -979,7 +998,7 @@ async fn join_or_form(controller: Arc<Controller>) {
 }
 
 /// A member's answer to GROUP_PROBE: `Some(applied index, if any)`; `None` if it cannot be asked.
-async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
+pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
     let limit = Duration::from_secs(1);
     let client = Client::connect_from(addr, source, limit).await.ok()?;
     let answer = client
@@ -994,7 +1013,7 @@ async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u6
 }
 
 /// The addresses a `host:port` resolves to; none if it does not.
-async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
+pub(crate) async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
     match tokio::net::lookup_host(addr).await {
         Ok(found) => found.map(|a| a.ip()).collect(),
         Err(e) => {
@@ -1010,6 +1029,19 @@ async fn resolve_peers(config: &ControllerConfig) -> std::collections::HashSet<s
         ips.extend(resolve(&peer.addr).await);
     }
     ips
+}
+
+/// Runs `f` when dropped, however the scope ends.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
 }
 
 /// A connection id source for the heartbeat table.

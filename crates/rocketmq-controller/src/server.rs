@@ -39,9 +39,25 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
         limits.max_connections as usize,
         limits.max_connections_per_address,
     )));
-    // Brokers filling the port must not cut the nodes off from each other.
-    for ip in controller.peer_ips() {
-        admission.trust(ip);
+    // Brokers filling the port must not cut the nodes off from each other, members added
+    // later included.
+    let mut peer_ips = controller.peer_ips();
+    for ip in peer_ips.borrow_and_update().iter() {
+        admission.trust(*ip);
+    }
+    {
+        let (admission, stop) = (admission.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    changed = peer_ips.changed() => if changed.is_err() { return },
+                }
+                for ip in peer_ips.borrow_and_update().iter() {
+                    admission.trust(*ip);
+                }
+            }
+        });
     }
     let bounds = ConnectionBounds {
         first_frame: Duration::from_secs(limits.first_frame_timeout_s),

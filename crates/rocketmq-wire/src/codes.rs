@@ -41,6 +41,18 @@ pub mod request {
     pub const CLEAN_BROKER_DATA: i32 = 1011;
     pub const CONTROLLER_GET_NEXT_BROKER_ID: i32 = 1012;
     pub const CONTROLLER_APPLY_BROKER_ID: i32 = 1013;
+
+    // Ours, served by a controller to admin tools: changes of the controller group's own
+    // members. Java assigns nothing here (its controller codes end at 1018, its JRaft
+    // internals included), and our controller uses 1190–1195 between its nodes.
+    /// Adds a node (`memberId`, `memberAddress`): a learner first, a voter once caught up.
+    pub const CONTROLLER_ADD_MEMBER: i32 = 1200;
+    /// Removes a node (`memberId`), the leader included.
+    pub const CONTROLLER_REMOVE_MEMBER: i32 = 1201;
+    /// Hands the leadership to a caught-up voter (`memberId`).
+    pub const CONTROLLER_TRANSFER_LEADER: i32 = 1202;
+    /// The members, their roles and how far each lags the leader's log.
+    pub const CONTROLLER_LIST_MEMBERS: i32 = 1203;
 }
 
 /// Response codes a NameServer or a controller answers with.

@@ -38,4 +38,7 @@ pub mod codes {
     /// `{"applied":N}` (the index its state machine has applied; null for an empty store).
     /// Asked by a node that starts with an empty store before it forms a group or votes.
     pub const GROUP_PROBE: i32 = 1194;
+    /// Sent by a leader handing its office on (`members::transfer_leader`) to the member that is
+    /// to take it, once that member holds the leader's whole log: it stands at once.
+    pub const TAKE_LEADERSHIP: i32 = 1195;
 }

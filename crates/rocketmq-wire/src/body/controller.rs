@@ -309,6 +309,42 @@ fn id_set(what: &str, ids: &[Value]) -> Result<BTreeSet<i64>, BodyError> {
     ids.iter().map(|id| value_as_i64(what, id)).collect()
 }
 
+/// The body of the answer to CONTROLLER_LIST_MEMBERS (ours), and of the answers to the other
+/// member changes (the members once the change is done): the controller group's members as
+/// its leader sees them. Plain JSON, since no Java tool reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerMembers {
+    /// The member that answered as leader.
+    pub leader_id: Option<String>,
+    /// The leader's last log index.
+    pub last_log_index: Option<u64>,
+    pub members: Vec<ControllerMember>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerMember {
+    pub id: String,
+    pub address: String,
+    /// `leader`, `follower` (a voter) or `learner`.
+    pub role: String,
+    /// The last log index the leader knows the member holds; `None` while it knows nothing yet.
+    pub matched_index: Option<u64>,
+    /// Entries the member lacks of the leader's log; `None` while unknown.
+    pub lag: Option<u64>,
+}
+
+impl ControllerMembers {
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("plain data always serializes")
+    }
+
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+        serde_json::from_slice(body).map_err(|e| BodyError::Format(e.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +359,36 @@ mod tests {
             sync_state_set: ids(list),
             sync_state_set_epoch: epoch,
         }
+    }
+
+    #[test]
+    fn the_member_list_reads_back_as_written_with_unknown_lags_as_null() {
+        let members = ControllerMembers {
+            leader_id: Some("n0".into()),
+            last_log_index: Some(7),
+            members: vec![
+                ControllerMember {
+                    id: "n0".into(),
+                    address: "a:1".into(),
+                    role: "leader".into(),
+                    matched_index: Some(7),
+                    lag: Some(0),
+                },
+                ControllerMember {
+                    id: "n3".into(),
+                    address: "a:4".into(),
+                    role: "learner".into(),
+                    matched_index: None,
+                    lag: None,
+                },
+            ],
+        };
+        let body = members.encode();
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert!(text.contains(r#""matchedIndex":null"#), "{text}");
+        assert!(text.contains(r#""leaderId":"n0""#), "{text}");
+        assert_eq!(ControllerMembers::decode(&body).unwrap(), members);
+        assert!(ControllerMembers::decode(b"[1]").is_err());
     }
 
     #[test]

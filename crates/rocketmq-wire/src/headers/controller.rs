@@ -519,6 +519,71 @@ impl<'a> ResponseHeader<'a> for ApplyBrokerIdResponseHeader<'a> {
     }
 }
 
+/// CONTROLLER_ADD_MEMBER (ours): the node to add to the controller group, by its member id
+/// (`n3`, as `controllerDLegerPeers` names it) and the address it serves on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddControllerMemberRequestHeader<'a> {
+    pub member_id: &'a str,
+    pub member_address: &'a str,
+}
+
+impl<'a> RequestHeader<'a> for AddControllerMemberRequestHeader<'a> {
+    const CODE: i32 = request::CONTROLLER_ADD_MEMBER;
+
+    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
+        let f = Fields(cmd);
+        Ok(AddControllerMemberRequestHeader {
+            member_id: f.required(keys::MEMBER_ID)?,
+            member_address: f.required(keys::MEMBER_ADDRESS)?,
+        })
+    }
+
+    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
+        cmd.with_ext(keys::MEMBER_ID, self.member_id)
+            .with_ext(keys::MEMBER_ADDRESS, self.member_address)
+    }
+}
+
+/// CONTROLLER_REMOVE_MEMBER (ours): the member to take out of the controller group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoveControllerMemberRequestHeader<'a> {
+    pub member_id: &'a str,
+}
+
+impl<'a> RequestHeader<'a> for RemoveControllerMemberRequestHeader<'a> {
+    const CODE: i32 = request::CONTROLLER_REMOVE_MEMBER;
+
+    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
+        Ok(RemoveControllerMemberRequestHeader {
+            member_id: Fields(cmd).required(keys::MEMBER_ID)?,
+        })
+    }
+
+    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
+        cmd.with_ext(keys::MEMBER_ID, self.member_id)
+    }
+}
+
+/// CONTROLLER_TRANSFER_LEADER (ours): the voter that is to lead.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransferControllerLeaderRequestHeader<'a> {
+    pub member_id: &'a str,
+}
+
+impl<'a> RequestHeader<'a> for TransferControllerLeaderRequestHeader<'a> {
+    const CODE: i32 = request::CONTROLLER_TRANSFER_LEADER;
+
+    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
+        Ok(TransferControllerLeaderRequestHeader {
+            member_id: Fields(cmd).required(keys::MEMBER_ID)?,
+        })
+    }
+
+    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
+        cmd.with_ext(keys::MEMBER_ID, self.member_id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,6 +709,19 @@ mod tests {
                 ("clusterName", "c"),
             ],
         );
+        let h = AddControllerMemberRequestHeader {
+            member_id: "n3",
+            member_address: "a:1",
+        };
+        request_as(
+            &h,
+            &h.to_command(),
+            &[("memberAddress", "a:1"), ("memberId", "n3")],
+        );
+        let h = RemoveControllerMemberRequestHeader { member_id: "n1" };
+        request_as(&h, &h.to_command(), &[("memberId", "n1")]);
+        let h = TransferControllerLeaderRequestHeader { member_id: "n2" };
+        request_as(&h, &h.to_command(), &[("memberId", "n2")]);
         let h = GetReplicaInfoRequestHeader { broker_name: "b" };
         request_as(&h, &h.to_command(), &[("brokerName", "b")]);
         let h = NotifyBrokerRoleChangedRequestHeader {

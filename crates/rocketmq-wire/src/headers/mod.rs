@@ -57,6 +57,8 @@ pub mod keys {
     pub const MASTER_BROKER_ID: &str = "masterBrokerId";
     pub const MASTER_EPOCH: &str = "masterEpoch";
     pub const MAX_OFFSET: &str = "maxOffset";
+    pub const MEMBER_ADDRESS: &str = "memberAddress";
+    pub const MEMBER_ID: &str = "memberId";
     pub const MIN_BROKER_ADDR: &str = "minBrokerAddr";
     pub const MIN_BROKER_ID: &str = "minBrokerId";
     pub const NAMESPACE: &str = "namespace";
