@@ -66,6 +66,9 @@ where
 impl Collector for ControllerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let v = self.0.view(usize::MAX);
+        // The lease-vouched leader, as /readyz and 1005 answer: the view's leader is the last
+        // one Raft knew of, which a node cut off from the group goes on naming (itself too).
+        let vouched = self.0.leader();
         {
             let g = ConstGauge::new(1i64);
             let mut family = encoder.encode_descriptor(
@@ -82,13 +85,13 @@ impl Collector for ControllerCollector {
             &mut encoder,
             "controller_is_leader",
             "1 when this controller node leads its group",
-            i64::from(v.leader_id.as_deref() == Some(v.self_id.as_str())),
+            i64::from(vouched.as_ref().is_some_and(|(id, _)| *id == v.self_id)),
         )?;
         gauge(
             &mut encoder,
             "controller_has_leader",
             "1 when this node names a leader it has heard from within the lease (itself included)",
-            i64::from(v.leader_id.is_some()),
+            i64::from(vouched.is_some()),
         )?;
         gauge(
             &mut encoder,
