@@ -51,7 +51,7 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
         .expect("the HTTP port is on")
         .trim_start_matches("http://")
         .to_string();
-    let prom = Prometheus::start(JOB, &[metrics_addr.clone()], &rules_path);
+    let prom = Prometheus::start(JOB, std::slice::from_ref(&metrics_addr), &rules_path);
     prom.ready().await;
 
     // Load until told to stop: route lookups that succeed and that miss, KV writes, an
