@@ -13,12 +13,14 @@
 //! - `frames`: frames as raw bytes, well-formed or as a hostile peer writes them;
 //! - `tls`: a self-signed certificate, the properties that serve it, and clients over TLS;
 //! - `probes`: what a process holds, read from `/proc`;
+//! - `prometheus`: a real Prometheus scraping servers under test, and a dashboard's queries;
 //! - `tools`: programs outside the workspace, whose absence skips a test unless all are required.
 
 mod broker;
 mod controller;
 mod frames;
 mod probes;
+mod prometheus;
 mod server;
 mod tls;
 mod tools;
@@ -27,6 +29,7 @@ pub use broker::*;
 pub use controller::*;
 pub use frames::*;
 pub use probes::*;
+pub use prometheus::*;
 pub use server::*;
 pub use tls::*;
 pub use tools::*;

@@ -69,6 +69,16 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        // SIGTERM is how systemd and Docker stop a service, SIGINT a terminal's Ctrl-C: both take
+        // the graceful path, also when they arrive while the node is still starting.
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cannot handle SIGTERM: {e}");
+                return ExitCode::from(255);
+            }
+        };
         // Bound first: a port that is taken fails the start before the node joins its group.
         let http = match &config.http {
             Some(addr) => match tokio::net::TcpListener::bind(addr).await {
@@ -106,8 +116,14 @@ fn main() -> ExitCode {
                 let _ = task.await;
             }
         };
+        let stop_signal = async {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {
+            _ = stop_signal => {
                 stop.await;
                 running.shutdown().await;
                 ExitCode::SUCCESS
