@@ -152,6 +152,7 @@ public final class ControllerInterop {
                 case "k": it.scenarioK(); break;
                 case "i": it.scenarioI(); break;
                 case "l": it.scenarioL(); break;
+                case "m": it.scenarioM(); break;
                 case "bench-round": it.benchRound(); break;
                 default: throw new IllegalArgumentException("unknown step " + argv[0]);
             }
@@ -1487,6 +1488,93 @@ public final class ControllerInterop {
             sender.close();
         }
         checkNothingLost(sender, "across the controller partition");
+    }
+
+    /** The group's members as `memberctl list` prints them (nsadmin listControllerMembers). */
+    private String members() throws Exception {
+        Process p = new ProcessBuilder(arg("memberctl"), "list").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        check(p.waitFor() == 0, "memberctl list failed: %s", out);
+        log("members:\n%s", out.trim());
+        return out;
+    }
+
+    /** Runs the script's memberctl (grow|transfer ID|shrink|list) and returns the time it finished. */
+    private long memberctl(String... words) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(arg("memberctl"));
+        cmd.addAll(Arrays.asList(words));
+        long t0 = System.currentTimeMillis();
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        int rc = p.waitFor();
+        log("memberctl %s (%d ms): %s", String.join(" ", words), System.currentTimeMillis() - t0, out);
+        check(rc == 0, "memberctl %s failed (%d): %s", String.join(" ", words), rc, out);
+        return System.currentTimeMillis();
+    }
+
+    /**
+     * (m) The controller group changes its members while a synchronous producer sends to the replica group and
+     * the group's master fails over: two nodes are added (3 → 5 voters), the master is killed (-9) and replaced,
+     * the leadership is handed to an added node, and both added nodes are removed again, the leader first
+     * (5 → 3). The brokers know only the first three nodes (controllerAddr). Every change must succeed, the new
+     * master must reach the route, the producer must go on, and every acknowledged message must be consumable.
+     */
+    private void scenarioM() throws Exception {
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        Sender sender = new Sender("m-" + System.currentTimeMillis() + "-");
+        long tStart = 0;
+        try {
+            await("the producer's first acknowledged sends", 30_000, () -> sender.acked.size() >= 50 ? Boolean.TRUE : null);
+            tStart = System.currentTimeMillis();
+            long tGrown = memberctl("grow");
+            System.out.println("TIMING members-grow-3-to-5-ms=" + (tGrown - tStart));
+            String grown = members();
+            for (String id : List.of("n0", "n1", "n2", "n3", "n4")) {
+                check(grown.contains(id), "%s is not a member after the growth:\n%s", id, grown);
+            }
+            String leaderAfterGrow = await("one controller leader named by the first three nodes", 30_000, this::agreedLeader);
+            log("five voters; the leader is %s", leaderAfterGrow);
+
+            Node master = brokerByAddr(v.masterAddr());
+            long tKill = kill9(master);
+            log("kill -9 master %s with five controller voters", master);
+            Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
+            System.out.println("TIMING members-master-failover-ms=" + (f.routeAt - tKill));
+            log("new master %s at id 0 in the route %d ms after the kill", name(f.newMaster), f.routeAt - tKill);
+            await("the producer acknowledges 50 sends after the failover", 60_000,
+                () -> sender.ackedAfter(tKill) >= 50 ? Boolean.TRUE : null);
+
+            long tTransfer = System.currentTimeMillis();
+            memberctl("transfer", "n3");
+            long tTransferred = System.currentTimeMillis();
+            System.out.println("TIMING members-transfer-ms=" + (tTransferred - tTransfer));
+            long tShrink = System.currentTimeMillis();
+            long tShrunk = memberctl("shrink");
+            System.out.println("TIMING members-shrink-5-to-3-ms=" + (tShrunk - tShrink));
+            String leader = await("one controller leader named by the three remaining nodes", 30_000, this::agreedLeader);
+            log("three voters again; the leader is %s", leader);
+            String members = members();
+            check(members.contains("n0") && members.contains("n1") && members.contains("n2")
+                && !members.contains("n3") && !members.contains("n4"), "not the first three alone:\n%s", members);
+
+            // The sends across all of it, and the group after it: the new master is still the master.
+            long[] gap = sender.longestPause(tStart, System.currentTimeMillis());
+            System.out.println("TIMING members-producer-gap-ms=" + gap[0]);
+            log("producer across the changes: %d sends acknowledged, failed sends %s; longest pause %d ms",
+                sender.ackedAfter(tStart), sender.failures, gap[0]);
+            View after = viewVia(leader);
+            check(after != null && f.newMaster.equals(after.masterAddr()),
+                "after the member changes the master is %s, not the failover's %s", after, name(f.newMaster));
+            long ackedNow = sender.acked.size();
+            long tEnd = System.currentTimeMillis();
+            await("the producer acknowledges 50 sends after the last change", 60_000,
+                () -> sender.ackedAfter(tEnd) >= 50 && sender.acked.size() > ackedNow ? Boolean.TRUE : null);
+        } finally {
+            sender.close();
+        }
+        checkNothingLost(sender, "across the controller's member changes and a master failover");
     }
 
     /** One bench round: kill -9 the master, time until the route shows its successor at id 0. */
