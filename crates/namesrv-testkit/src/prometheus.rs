@@ -6,10 +6,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use crate::{free_port, needs, on_path, pipe};
+use crate::{free_port, http_get, needs, on_path, pipe, try_http_get};
 
 /// What the tests substitute for Grafana's `$__rate_interval`: wide enough for many 1 s
 /// scrapes, short enough that the load of the last seconds shows in every rate.
@@ -190,37 +188,29 @@ pub fn url_encode(s: &str) -> String {
         .collect()
 }
 
-/// A plain HTTP/1.0 GET, so that the answer ends when the connection does (no chunking).
-pub async fn http_get(addr: &str, path: &str) -> (u16, String) {
-    try_http_get(addr, path)
-        .await
-        .unwrap_or_else(|e| panic!("GET {addr}{path}: {e}"))
-}
-
-pub async fn try_http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
-    let exchange = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        stream
-            .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-            .await?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await?;
-        Ok::<_, std::io::Error>(answer)
-    };
-    let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))??;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((status, body))
+/// Asserts that `dashboard` has at least `min` panel queries and that each returns a series on
+/// `prom`, whose scrape job is `job`; a failure shows the scrape of the target `scraped`.
+pub async fn assert_panels_have_data(
+    prom: &Prometheus,
+    dashboard: &Value,
+    job: &str,
+    min: usize,
+    scraped: &str,
+) {
+    let queries = panel_queries(dashboard);
+    assert!(queries.len() >= min, "the dashboard has its panels");
+    for (title, expr) in &queries {
+        let expr = substitute(expr, job);
+        let data = prom.query(&expr).await;
+        assert_eq!(data["resultType"], "vector", "panel {title:?}: {expr}");
+        let series = data["result"].as_array().unwrap();
+        assert!(
+            !series.is_empty(),
+            "panel {title:?} has no data: {expr}\nscrape:\n{}",
+            http_get(scraped, "/metrics").await.1
+        );
+        println!("panel {title:?}: {} series", series.len());
+    }
 }
 
 /// Every `expr` of every panel of a Grafana dashboard (rows nest panels), with its panel's

@@ -341,30 +341,47 @@ where
 /// Sends `request` as given to the HTTP port at `addr` and reads the answer until the server
 /// closes (so: HTTP/1.0); the status code and the body.
 pub async fn http_exchange(addr: &str, request: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut answer))
+    try_http_exchange(addr, request)
         .await
-        .expect("the server answers and closes")
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{addr}: {request:?}: {e}"))
+}
+
+/// [`http_exchange`], an error when the server cannot be reached or does not answer within
+/// [`TIMEOUT`]; the status is 0 when the answer is not HTTP.
+pub async fn try_http_exchange(addr: &str, request: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.write_all(request.as_bytes()).await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(answer)
+    };
+    let answer = tokio::time::timeout(TIMEOUT, exchange)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))??;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     let status = answer
         .split(' ')
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        .unwrap_or(0);
     let body = answer
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
-    (status, body)
+    Ok((status, body))
 }
 
-/// GETs `path` from the HTTP port at `addr`; the status code and the body.
-pub async fn http_get_at(addr: &str, path: &str) -> (u16, String) {
-    http_exchange(
+/// A plain HTTP/1.0 GET, so that the answer ends when the connection does (no chunking).
+pub async fn http_get(addr: &str, path: &str) -> (u16, String) {
+    try_http_get(addr, path)
+        .await
+        .unwrap_or_else(|e| panic!("GET {addr}{path}: {e}"))
+}
+
+pub async fn try_http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    try_http_exchange(
         addr,
         &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
     )

@@ -155,20 +155,7 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
     }
 
     // Every panel query yields at least one series.
-    let queries = panel_queries(&dashboard);
-    assert!(queries.len() >= 10, "the dashboard has its panels");
-    for (title, expr) in &queries {
-        let expr = substitute(expr, JOB);
-        let data = prom.query(&expr).await;
-        assert_eq!(data["resultType"], "vector", "panel {title:?}: {expr}");
-        let series = data["result"].as_array().unwrap();
-        assert!(
-            !series.is_empty(),
-            "panel {title:?} has no data: {expr}\nscrape:\n{}",
-            http_get(&metrics_addr, "/metrics").await.1
-        );
-        println!("panel {title:?}: {} series", series.len());
-    }
+    assert_panels_have_data(&prom, &dashboard, JOB, 10, &metrics_addr).await;
     // The variables' own queries (label_values) find this job and instance.
     let jobs = prom
         .api("/api/v1/label/job/values?match[]=namesrv_connections")

@@ -3,14 +3,12 @@
 //! a broker group electing its master through it, and what a node cut off from the others says.
 
 mod support;
-use support::{boot_node, one_leader, MQCONTROLLER};
+use support::{boot_group_with_http, one_leader, MQCONTROLLER};
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use namesrv_testkit::{
-    free_port, headless_chromium, http_get_at, needs, on_path, ControllerBroker,
-};
+use namesrv_testkit::{free_port, headless_chromium, http_get, needs, on_path, ControllerBroker};
 use serde_json::Value;
 
 struct Group {
@@ -23,41 +21,9 @@ struct Group {
 impl Group {
     fn start(n: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let controllers: Vec<String> = (0..n)
-            .map(|_| format!("127.0.0.1:{}", free_port()))
-            .collect();
-        let http: Vec<String> = (0..n)
-            .map(|_| format!("127.0.0.1:{}", free_port()))
-            .collect();
-        let peers: Vec<String> = controllers
-            .iter()
-            .enumerate()
-            .map(|(i, a)| format!("n{i}-{a}"))
-            .collect();
-        let mut nodes = Vec::new();
-        for (i, http) in http.iter().enumerate() {
-            let conf = dir.path().join(format!("controller-{i}.conf"));
-            let port = http.rsplit(':').next().unwrap();
-            std::fs::write(
-                &conf,
-                format!(
-                    "controllerDLegerGroup=web\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                     controllerStorePath={}\nmetricsExporterType=PROM\n\
-                     metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n",
-                    peers.join(";"),
-                    dir.path().join(format!("store-{i}")).display()
-                ),
-            )
-            .unwrap();
-            let mut command = Command::new(MQCONTROLLER);
-            command.arg("-c").arg(&conf);
-            let log = dir.path().join(format!("node-{i}.log"));
-            nodes.push(Some(
-                boot_node(command, &log).unwrap_or_else(|e| panic!("n{i} {e}")),
-            ));
-        }
+        let (nodes, controllers, http) = boot_group_with_http(dir.path(), "web", n, "");
         Group {
-            nodes,
+            nodes: nodes.into_iter().map(Some).collect(),
             controllers,
             http,
             _dir: dir,
@@ -72,7 +38,7 @@ impl Group {
     }
 
     async fn get(&self, i: usize, path: &str) -> (u16, String) {
-        http_get_at(&self.http[i], path).await
+        http_get(&self.http[i], path).await
     }
 
     async fn status(&self, i: usize) -> Value {

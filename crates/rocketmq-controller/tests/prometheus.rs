@@ -7,11 +7,9 @@
 //! unless `NAMESRV_TEST_REQUIRE_ALL` is set.
 
 mod support;
-use support::{boot_node, MQCONTROLLER};
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,45 +39,6 @@ impl Drop for Node {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// Three nodes on loopback with their HTTP ports on; each node's HTTP address.
-fn start_group(dir: &Path) -> (Vec<Node>, Vec<String>, Vec<String>) {
-    let controllers: Vec<String> = (0..3)
-        .map(|_| format!("127.0.0.1:{}", free_port()))
-        .collect();
-    let http: Vec<String> = (0..3)
-        .map(|_| format!("127.0.0.1:{}", free_port()))
-        .collect();
-    let peers: Vec<String> = controllers
-        .iter()
-        .enumerate()
-        .map(|(i, a)| format!("n{i}-{a}"))
-        .collect();
-    let mut nodes = Vec::new();
-    for (i, http) in http.iter().enumerate() {
-        let conf = dir.join(format!("controller-{i}.conf"));
-        let port = http.rsplit(':').next().unwrap();
-        // Expiry scans every 500 ms, so that a silent master is seen within a second.
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup=prom\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                 controllerStorePath={}\nmetricsExporterType=PROM\n\
-                 metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n\
-                 scanNotActiveBrokerInterval=500\n",
-                peers.join(";"),
-                dir.join(format!("store-{i}")).display()
-            ),
-        )
-        .unwrap();
-        let mut command = Command::new(MQCONTROLLER);
-        command.arg("-c").arg(&conf);
-        let child = boot_node(command, &dir.join(format!("node-{i}.log")))
-            .unwrap_or_else(|e| panic!("n{i} {e}"));
-        nodes.push(Node(child));
-    }
-    (nodes, controllers, http)
 }
 
 type Shared = Arc<Mutex<ControllerBroker>>;
@@ -194,7 +153,10 @@ async fn every_panel_and_rule_evaluates_on_a_live_group_and_every_controller_ale
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let (nodes, controllers, http) = start_group(dir.path());
+    // Expiry scans every 500 ms, so that a silent master is seen within a second.
+    let (nodes, controllers, http) =
+        support::boot_group_with_http(dir.path(), "prom", 3, "scanNotActiveBrokerInterval=500\n");
+    let nodes: Vec<Node> = nodes.into_iter().map(Node).collect();
     let prom = Prometheus::start(JOB, &http, &rules_path);
     prom.ready().await;
     support::one_leader(
@@ -288,23 +250,10 @@ async fn every_panel_and_rule_evaluates_on_a_live_group_and_every_controller_ale
 
     // Every panel query yields a series for what it shows (all is well, so the alerts are
     // quiet: a healthy group raises none of them, not even pending).
-    let queries = panel_queries(&dashboard);
-    assert!(queries.len() >= 12, "the dashboard has its panels");
-    for (title, expr) in &queries {
-        let expr = substitute(expr, JOB);
-        let data = prom.query(&expr).await;
-        assert_eq!(data["resultType"], "vector", "panel {title:?}: {expr}");
-        let series = data["result"].as_array().unwrap();
-        assert!(
-            !series.is_empty(),
-            "panel {title:?} has no data: {expr}\nscrape:\n{}",
-            http_get(&http[0], "/metrics").await.1
-        );
-        println!("panel {title:?}: {} series", series.len());
-    }
+    assert_panels_have_data(&prom, &dashboard, JOB, 12, &http[0]).await;
     let groups = prom
         .query(&substitute(
-            &queries
+            &panel_queries(&dashboard)
                 .iter()
                 .find(|(t, _)| t == "Master id per group")
                 .expect("the master id panel")

@@ -144,3 +144,43 @@ pub fn boot_in_namespace(
         .arg(&conf);
     boot_node(command, &dir.join(format!("node-{i}.log"))).unwrap_or_else(|e| panic!("n{i} {e}"))
 }
+
+/// Starts `n` `mqcontroller` nodes on loopback as group `group`, each with its HTTP port on
+/// (`metricsExporterType=PROM`), configs, stores and logs in `dir`, `extra` appended to every
+/// config; the processes, their controller addresses and their HTTP addresses, in node order.
+pub fn boot_group_with_http(
+    dir: &Path,
+    group: &str,
+    n: usize,
+    extra: &str,
+) -> (Vec<Child>, Vec<String>, Vec<String>) {
+    let loopback = |_| format!("127.0.0.1:{}", namesrv_testkit::free_port());
+    let controllers: Vec<String> = (0..n).map(loopback).collect();
+    let http: Vec<String> = (0..n).map(loopback).collect();
+    let peers: Vec<String> = controllers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("n{i}-{a}"))
+        .collect();
+    let mut nodes = Vec::new();
+    for (i, http) in http.iter().enumerate() {
+        let conf = dir.join(format!("controller-{i}.conf"));
+        let port = http.rsplit(':').next().unwrap();
+        std::fs::write(
+            &conf,
+            format!(
+                "controllerDLegerGroup={group}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
+                 controllerStorePath={}\nmetricsExporterType=PROM\n\
+                 metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n{extra}",
+                peers.join(";"),
+                dir.join(format!("store-{i}")).display()
+            ),
+        )
+        .unwrap();
+        let mut command = Command::new(MQCONTROLLER);
+        command.arg("-c").arg(&conf);
+        let log = dir.join(format!("node-{i}.log"));
+        nodes.push(boot_node(command, &log).unwrap_or_else(|e| panic!("n{i} {e}")));
+    }
+    (nodes, controllers, http)
+}
