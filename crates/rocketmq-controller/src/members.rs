@@ -111,6 +111,18 @@ async fn within<T>(
 }
 
 impl Controller {
+    /// The membership a change may start from: one change at a time, so none while the
+    /// membership is still joint.
+    fn settled_membership(&self) -> Result<Members, MemberError> {
+        let members = self.membership();
+        if members.joint {
+            return Err(MemberError::Refused(
+                "another membership change is under way: try again once it is done".into(),
+            ));
+        }
+        Ok(members)
+    }
+
     fn membership(&self) -> Members {
         let stored = self.raft().metrics().borrow().membership_config.clone();
         let m = stored.membership();
@@ -234,11 +246,27 @@ impl Controller {
 
     fn members_body(&self) -> ControllerMembers {
         let m = self.raft().metrics().borrow().clone();
+        let leader = (m.state == ServerState::Leader).then_some(m.id);
+        ControllerMembers {
+            leader_id: leader.map(|id| self.name(id)),
+            last_log_index: m.last_log_index,
+            members: self
+                .member_rows(leader)
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect(),
+        }
+    }
+
+    /// Each member with its Raft id, as this node's Raft core knows the membership, `leader`
+    /// named the leader; what each holds of the log is known on the leader only (and this node
+    /// holds its own).
+    pub(crate) fn member_rows(&self, leader: Option<u64>) -> Vec<(u64, ControllerMember)> {
+        let m = self.raft().metrics().borrow().clone();
         let members = self.membership();
         let last = m.last_log_index;
         let replication = m.replication.clone().unwrap_or_default();
-        let leader = (m.state == ServerState::Leader).then_some(m.id);
-        let list = members
+        members
             .nodes
             .iter()
             .map(|(id, addr)| {
@@ -254,20 +282,16 @@ impl Controller {
                 } else {
                     "learner"
                 };
-                ControllerMember {
+                let row = ControllerMember {
                     id: self.name(*id),
                     address: addr.clone(),
                     role: role.into(),
                     matched_index: matched,
                     lag: matched.map(|i| last.unwrap_or(0).saturating_sub(i)),
-                }
+                };
+                (*id, row)
             })
-            .collect();
-        ControllerMembers {
-            leader_id: leader.map(|id| self.name(id)),
-            last_log_index: last,
-            members: list,
-        }
+            .collect()
     }
 
     /// How many entries of the leader's log `id` lacks, as the leader last heard; `None` while
@@ -314,12 +338,7 @@ impl Controller {
                 "{addr} is not an address (host:port)"
             )));
         }
-        let members = self.membership();
-        if members.joint {
-            return Err(MemberError::Refused(
-                "another membership change is under way: try again once it is done".into(),
-            ));
-        }
+        let members = self.settled_membership()?;
         if let Some((other, _)) = members.nodes.iter().find(|(i, a)| **i != id && *a == addr) {
             return Err(MemberError::Refused(format!(
                 "{addr} is already the address of member {}",
@@ -398,12 +417,7 @@ impl Controller {
     pub async fn remove_member(&self, name: &str) -> Result<ControllerMembers, MemberError> {
         self.lead()?;
         let id = self.raft_id(name)?;
-        let members = self.membership();
-        if members.joint {
-            return Err(MemberError::Refused(
-                "another membership change is under way: try again once it is done".into(),
-            ));
-        }
+        let members = self.settled_membership()?;
         if !members.nodes.contains_key(&id) {
             return Err(MemberError::Refused(format!(
                 "{name} is not a member of this group"
@@ -476,12 +490,7 @@ impl Controller {
         if id == self_id {
             return Ok(self.members_body());
         }
-        let members = self.membership();
-        if members.joint {
-            return Err(MemberError::Refused(
-                "a membership change is under way: try again once it is done".into(),
-            ));
-        }
+        let members = self.settled_membership()?;
         if !members.voters.contains(&id) {
             return Err(MemberError::Refused(format!(
                 "{name} is not a voter of this group: only a voter can lead"

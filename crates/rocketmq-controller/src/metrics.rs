@@ -150,7 +150,7 @@ impl Collector for ControllerCollector {
                 g.metric_type(),
             )?;
             for role in ["leader", "follower", "learner"] {
-                let n = v.members.iter().filter(|m| m.role == role).count() as i64;
+                let n = v.members.iter().filter(|m| m.member.role == role).count() as i64;
                 ConstGauge::new(n).encode(family.encode_family(&RoleLabel {
                     role: role.to_string(),
                 })?)?;
@@ -161,7 +161,7 @@ impl Collector for ControllerCollector {
             (
                 "controller_member_lag_entries",
                 "Log entries each member lacks (on the leader)",
-                (|m: &crate::node::MemberView| m.lag.map(|l| l as f64))
+                (|m: &crate::node::MemberView| m.member.lag.map(|l| l as f64))
                     as fn(&crate::node::MemberView) -> Option<f64>,
             ),
             (
@@ -175,8 +175,8 @@ impl Collector for ControllerCollector {
             for m in v.members.iter().filter(|m| !m.this_node) {
                 if let Some(x) = value(m) {
                     let labels = MemberLabels {
-                        member: Escaped(m.id.clone()),
-                        address: Escaped(m.address.clone()),
+                        member: Escaped(m.member.id.clone()),
+                        address: Escaped(m.member.address.clone()),
                     };
                     ConstGauge::new(x).encode(family.encode_family(&labels)?)?;
                 }

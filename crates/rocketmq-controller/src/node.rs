@@ -360,6 +360,9 @@ impl Controller {
         // The leader this node vouches for (its lease, or word from the leader within it), as
         // brokers are told: Raft's own view keeps naming a leader nobody has heard from.
         let leader = self.leader();
+        // Before the config's lock is taken: naming members takes it too, and a second read
+        // lock waits behind a queued writer.
+        let members = self.members();
         let config = self.config.read();
         let mut groups = self.groups();
         let groups_total = groups.len();
@@ -373,7 +376,7 @@ impl Controller {
             .filter(|l| shown.contains(l.broker_name.as_str()))
             .collect();
         ControllerView {
-            members: self.members(&config),
+            members,
             quorum_contact_ms: self
                 .quorum_contact()
                 .map(|at| at.elapsed().as_millis() as u64),
@@ -398,41 +401,22 @@ impl Controller {
         }
     }
 
-    /// The group's members as this node's Raft core knows them; log lag and last answer are
-    /// known on the leader only, which replicates to the others.
-    fn members(&self, config: &ControllerConfig) -> Vec<MemberView> {
-        let m = self.raft.metrics().borrow().clone();
-        let membership = m.membership_config.membership();
-        let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
+    /// The group's members as this node's Raft core knows them, with its view of the leader;
+    /// log lag and last answer are known on the leader only, which replicates to the others.
+    fn members(&self) -> Vec<MemberView> {
+        let leader = self.raft.metrics().borrow().current_leader;
         let answered = self.answered.lock().clone();
-        let self_node = config.self_node_id();
-        membership
-            .nodes()
-            .map(|(id, node)| {
-                let role = if m.current_leader == Some(*id) {
-                    "leader"
-                } else if voters.contains(id) {
-                    "follower"
-                } else {
-                    "learner"
-                };
-                let lag = m.replication.as_ref().and_then(|r| {
-                    let last = m.last_log_index?;
-                    let matched = r.get(id)?.map_or(0, |l| l.index);
-                    Some(last.saturating_sub(matched))
-                });
-                MemberView {
-                    id: config.member_name(*id),
-                    node: *id,
-                    address: node.addr.clone(),
-                    role,
-                    this_node: *id == self_node,
-                    last_answer_ms: (*id != self_node)
-                        .then(|| answered.get(&node.addr))
-                        .flatten()
-                        .map(|at| at.elapsed().as_millis() as u64),
-                    lag,
-                }
+        let self_node = self.config.read().self_node_id();
+        self.member_rows(leader)
+            .into_iter()
+            .map(|(id, member)| MemberView {
+                node: id,
+                this_node: id == self_node,
+                last_answer_ms: (id != self_node)
+                    .then(|| answered.get(&member.address))
+                    .flatten()
+                    .map(|at| at.elapsed().as_millis() as u64),
+                member,
             })
             .collect()
     }
@@ -771,18 +755,15 @@ pub struct ControllerView {
 /// One member of the group.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct MemberView {
-    /// Its id in `controllerDLegerPeers`.
-    pub id: String,
+    /// Its id in `controllerDLegerPeers`, address, role (`leader`, `follower`, `learner`) and
+    /// the log entries it lacks (known on the leader), as LIST_MEMBERS answers them.
+    #[serde(flatten)]
+    pub member: rocketmq_wire::body::ControllerMember,
     /// Its Raft node id.
     pub node: u64,
-    pub address: String,
-    /// `leader`, `follower` or `learner`.
-    pub role: &'static str,
     pub this_node: bool,
     /// Milliseconds since it last answered this node's Raft requests.
     pub last_answer_ms: Option<u64>,
-    /// Log entries it lacks (known on the leader).
-    pub lag: Option<u64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

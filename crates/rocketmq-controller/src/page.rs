@@ -38,19 +38,20 @@ pub fn section(page: &mut String, c: &ControllerView) {
         "<table id=controller-members><tr><th>member</th><th>address</th><th>role</th>\
          <th>last answer</th><th>log lag</th></tr>",
     );
-    for m in &c.members {
-        let name = if m.this_node {
+    for view in &c.members {
+        let m = &view.member;
+        let name = if view.this_node {
             format!("{} (this node)", m.id)
         } else {
             m.id.clone()
         };
-        let answer = match (m.this_node, m.last_answer_ms) {
+        let answer = match (view.this_node, view.last_answer_ms) {
             (true, _) => "-".to_string(),
             (false, Some(ms)) => format!("{} ago", seconds(ms as i64)),
             (false, None) => "not known here".to_string(),
         };
         let lag = m.lag.map_or("-".to_string(), |l| l.to_string());
-        cells(page, &[&name, &m.address, m.role, &answer, &lag]);
+        cells(page, &[&name, &m.address, &m.role, &answer, &lag]);
     }
     if c.members.is_empty() {
         empty_row(page, 5, "no member: the group has not formed");
