@@ -477,6 +477,21 @@ pub async fn list_members(ctl: &Controllers) -> Result<Report, AdminError> {
     ))
 }
 
+/// Sends a member change to the leader, signed and given the time a change may take; the
+/// leader's address and the members it answers with.
+async fn change_members(
+    ctl: &Controllers,
+    request: RemotingCommand,
+) -> Result<(String, ControllerMembers), AdminError> {
+    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
+    let reply = ctl
+        .call_leader_within(ctl.signed(request), timeout)
+        .await?
+        .success()?;
+    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    Ok((reply.addr, members))
+}
+
 /// `addControllerMember`: adds a node, a learner first and a voter once caught up.
 pub async fn add_member(ctl: &Controllers, id: &str, addr: &str) -> Result<Report, AdminError> {
     let request = AddControllerMemberRequestHeader {
@@ -484,18 +499,13 @@ pub async fn add_member(ctl: &Controllers, id: &str, addr: &str) -> Result<Repor
         member_address: addr,
     }
     .to_command();
-    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
-    let reply = ctl
-        .call_leader_within(ctl.signed(request), timeout)
-        .await?
-        .success()?;
-    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    let (leader, members) = change_members(ctl, request).await?;
     Ok(Report::ok(
         format!(
             "{id} ({addr}) is a voter of the controller group.\n{}",
             members_text(&members)
         ),
-        members_json(&reply.addr, &members),
+        members_json(&leader, &members),
     ))
 }
 
@@ -503,21 +513,13 @@ pub async fn add_member(ctl: &Controllers, id: &str, addr: &str) -> Result<Repor
 /// report names its successor once the nodes of `-a` name one.
 pub async fn remove_member(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
     let request = RemoveControllerMemberRequestHeader { member_id: id }.to_command();
-    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
-    let reply = ctl
-        .call_leader_within(ctl.signed(request), timeout)
-        .await?
-        .success()?;
-    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
+    let (leader, members) = change_members(ctl, request).await?;
     let mut text = format!("{id} was removed from the controller group.\n");
-    let mut json = members_json(&reply.addr, &members);
+    let mut json = members_json(&leader, &members);
     let was_leader = members.leader_id.is_none();
     if was_leader {
-        text.push_str(&format!(
-            "It was the leader ({}) and stepped down; ",
-            reply.addr
-        ));
-        match ctl.new_leader(&reply.addr).await {
+        text.push_str(&format!("It was the leader ({leader}) and stepped down; "));
+        match ctl.new_leader(&leader).await {
             Some(leader) => text.push_str(&format!("the new leader is {leader}.\n")),
             None => text.push_str(&format!(
                 "no new leader was named within {} s: ask getControllerMetaData.\n",
@@ -533,14 +535,9 @@ pub async fn remove_member(ctl: &Controllers, id: &str) -> Result<Report, AdminE
 /// `transferControllerLeader`: hands the leadership to the named voter.
 pub async fn transfer_leader(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
     let request = TransferControllerLeaderRequestHeader { member_id: id }.to_command();
-    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
     let started = std::time::Instant::now();
-    let reply = ctl
-        .call_leader_within(ctl.signed(request), timeout)
-        .await?
-        .success()?;
+    let (previous, members) = change_members(ctl, request).await?;
     let took = started.elapsed().as_millis();
-    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
     let leader = members
         .members
         .iter()
@@ -550,9 +547,9 @@ pub async fn transfer_leader(ctl: &Controllers, id: &str) -> Result<Report, Admi
         format!(
             "{id} ({}) leads the controller group (the hand-over from {} took {took} ms).\n",
             shown(leader.as_deref()),
-            reply.addr
+            previous
         ),
-        json!({ "previousLeader": reply.addr, "leaderId": id, "leaderAddress": leader, "tookMs": took }),
+        json!({ "previousLeader": previous, "leaderId": id, "leaderAddress": leader, "tookMs": took }),
     ))
 }
 

@@ -188,6 +188,33 @@ pub fn url_encode(s: &str) -> String {
         .collect()
 }
 
+/// Asserts that `prom` loaded exactly the rules named `expected` and that each evaluates
+/// without error to a vector (an alert may match nothing while all is well); each rule with
+/// what its expression yields now.
+pub async fn assert_rules_evaluate(prom: &Prometheus, expected: &[String]) -> Vec<(Value, Value)> {
+    let loaded = prom.rules_evaluated().await;
+    let mut loaded_names: Vec<String> = loaded
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut expected = expected.to_vec();
+    loaded_names.sort();
+    expected.sort();
+    assert_eq!(loaded_names, expected, "rules loaded vs rules in the file");
+    let mut evaluated = Vec::with_capacity(loaded.len());
+    for rule in loaded {
+        let (name, expr) = (
+            rule["name"].as_str().unwrap(),
+            rule["query"].as_str().unwrap(),
+        );
+        assert_eq!(rule["lastError"].as_str().unwrap_or_default(), "", "{name}");
+        let data = prom.query(expr).await;
+        assert_eq!(data["resultType"], "vector", "rule {name}: {expr}");
+        evaluated.push((rule, data));
+    }
+    evaluated
+}
+
 /// Asserts that `dashboard` has at least `min` panel queries and that each returns a series on
 /// `prom`, whose scrape job is `job`; a failure shows the scrape of the target `scraped`.
 pub async fn assert_panels_have_data(

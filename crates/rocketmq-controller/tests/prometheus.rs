@@ -231,22 +231,7 @@ async fn every_panel_and_rule_evaluates_on_a_live_group_and_every_controller_ale
         3,
         "all three scraped: {up}"
     );
-    let loaded = prom.rules_evaluated().await;
-    let mut loaded_names: Vec<String> = loaded
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_string())
-        .collect();
-    loaded_names.sort();
-    assert_eq!(loaded_names, expected, "rules loaded vs rules in the file");
-    for rule in &loaded {
-        let (name, expr) = (
-            rule["name"].as_str().unwrap(),
-            rule["query"].as_str().unwrap(),
-        );
-        assert_eq!(rule["lastError"].as_str().unwrap_or_default(), "", "{name}");
-        let data = prom.query(expr).await;
-        assert_eq!(data["resultType"], "vector", "rule {name}: {expr}");
-    }
+    assert_rules_evaluate(&prom, &expected).await;
 
     // Every panel query yields a series for what it shows (all is well, so the alerts are
     // quiet: a healthy group raises none of them, not even pending).
