@@ -199,8 +199,11 @@ pub async fn handle(
         codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
         codes::RAFT_VOTE => vote(controller, req).await,
         codes::GROUP_PROBE => {
-            let applied = serde_json::json!({ "applied": controller.applied_index() });
-            ResponseDraft::ok().body(applied.to_string().into_bytes())
+            let probe = crate::node::GroupProbe {
+                applied: controller.applied_index(),
+                term: controller.current_term(),
+            };
+            ResponseDraft::ok().body(serde_json::to_vec(&probe).unwrap_or_default())
         }
         codes::RAFT_INSTALL_SNAPSHOT => {
             raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
@@ -415,19 +418,15 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Re
 /// for: until it has caught up it votes only for a candidate whose log reaches what the group
 /// had applied when it asked (which any member that outlived the loss has).
 async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
-    if let Some(target) = controller.rejoin_target() {
-        let last = req
+    if let Some(rejoin) = controller.rejoin_state() {
+        let asked = req
             .body
             .as_deref()
-            .and_then(|b| serde_json::from_slice::<openraft::raft::VoteRequest<u64>>(b).ok())
-            .and_then(|v| v.last_log_id)
-            .map(|l| l.index);
-        if last.is_none_or(|l| l < target) {
-            return ResponseDraft::code(
-                response::SYSTEM_ERROR,
-                "this node lost its store and has not caught up with the group: it votes only \
-                 for a candidate that has what the group applied",
-            );
+            .and_then(|b| serde_json::from_slice::<openraft::raft::VoteRequest<u64>>(b).ok());
+        let term = asked.as_ref().map_or(0, |v| v.vote.leader_id.term);
+        let last = asked.and_then(|v| v.last_log_id).map(|l| l.index);
+        if let Some(why) = rejoin.refuses_vote(term, last) {
+            return ResponseDraft::code(response::SYSTEM_ERROR, why);
         }
     }
     raft_call(req, |rpc| controller.raft().vote(rpc)).await

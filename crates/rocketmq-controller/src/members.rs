@@ -621,7 +621,7 @@ impl Controller {
         if !self.membership().voters.contains(&id) {
             return Err("this node is not a voter".into());
         }
-        if self.rejoin_target().is_some() {
+        if self.rejoin_state().is_some() {
             return Err("this node is still catching up with the group".into());
         }
         tracing::info!("asked by the leader handing on its office: standing for election now");

@@ -113,9 +113,9 @@ pub struct Controller {
     pub(crate) lease: Duration,
     /// When this node last took AppendEntries (heartbeats included) from a leader.
     leader_heard_at: Mutex<Option<Instant>>,
-    /// While this node, started on an empty store, catches up with a group that has worked:
-    /// the applied index it must reach before it votes or stands.
-    rejoining: Mutex<Option<u64>>,
+    /// While this node, started on an empty store, finds out whether its group has worked and
+    /// catches up with it (`join_or_form`); `None` once it votes and stands like any member.
+    rejoining: Mutex<Option<Rejoin>>,
     /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
@@ -167,6 +167,7 @@ impl Controller {
             // Neither stand nor form a group before the peers have been asked (join_or_form).
             raft.runtime_config().elect(false);
         }
+        let rejoining = empty.then_some(Rejoin::Probing);
         let controller = Arc::new(Controller {
             config: RwLock::new(config),
             raft,
@@ -183,7 +184,7 @@ impl Controller {
             quorum_acked_at: Mutex::new(None),
             lease,
             leader_heard_at: Mutex::new(None),
-            rejoining: Mutex::new(None),
+            rejoining: Mutex::new(rejoining),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
             leader_link: Default::default(),
@@ -253,10 +254,19 @@ impl Controller {
         if let Some(why) = self.failure() {
             return Some(format!("stopped: {why}"));
         }
-        if let Some(target) = self.rejoin_target() {
-            return Some(format!(
-                "refilling its store from the group, up to entry {target}"
-            ));
+        match self.rejoin_state() {
+            Some(Rejoin::Probing) => {
+                return Some(
+                    "its store is empty: asking every member whether the group has worked"
+                        .to_string(),
+                )
+            }
+            Some(Rejoin::CatchingUp { applied, .. }) => {
+                return Some(format!(
+                    "refilling its store from the group, up to entry {applied}"
+                ))
+            }
+            None => {}
         }
         if self.leader().is_none() {
             return Some("no leader known".to_string());
@@ -316,10 +326,15 @@ impl Controller {
         self.member(leader)
     }
 
-    /// While this node, started on an empty store, catches up with its group: the applied
-    /// index it must reach.
-    pub fn rejoin_target(&self) -> Option<u64> {
+    /// While this node, started on an empty store, has not caught up with its group: what it
+    /// knows of the group so far.
+    pub(crate) fn rejoin_state(&self) -> Option<Rejoin> {
         *self.rejoining.lock()
+    }
+
+    /// The term this node's vote is in (0 on an empty store), as GROUP_PROBE reports it.
+    pub(crate) fn current_term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
     }
 
     /// The index of the last entry the state machine applied; `None` for an empty store.
@@ -906,35 +921,54 @@ async fn join_or_form(controller: Arc<Controller>) {
         .filter(|p| p.id != config.self_id)
         .map(|p| p.addr.clone())
         .collect();
+    // The most any member has reported so far: members answer at different times.
+    let mut known = GroupProbe::default();
     let mut waited = 0u32;
-    loop {
+    let target = loop {
         // Added as a learner by the leader of a group whose members would not answer it (they
         // trust only their members' hosts): it joined. A learner neither votes nor stands.
         if controller.is_learner() {
             tracing::info!("this node was added to the group as a learner");
-            break;
+            let applied = known.applied.unwrap_or(0);
+            *controller.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
+            break applied;
         }
         let probes = others.iter().map(|addr| probe(addr, controller.source));
         let answers = futures::future::join_all(probes).await;
+        for answer in answers.iter().flatten() {
+            known.merge(answer);
+        }
         // Index 0 is the membership every node proposes at first: a group has worked once a
         // leader's first entry (index 1) was applied.
-        let worked = answers
-            .iter()
-            .flatten()
-            .flatten()
-            .filter(|a| **a >= 1)
-            .max()
-            .copied();
-        if let Some(target) = worked {
+        let worked = known.applied.filter(|a| *a >= 1);
+        let everyone = answers.iter().all(Option::is_some);
+        if let (Some(applied), true) = (worked, everyone) {
+            // Every member answered, so the most applied covers every committed entry this
+            // node may have held, and the highest term every vote it may have cast.
             tracing::warn!(
-                member_applied = target,
+                member_applied = applied,
+                member_term = known.term,
                 "this node's store is empty but the group has worked: joining without forming a \
                  group, no vote until refilled"
             );
-            *controller.rejoining.lock() = Some(target);
-            break;
+            *controller.rejoining.lock() = Some(Rejoin::CatchingUp {
+                applied,
+                term: known.term,
+            });
+            break applied;
         }
-        if answers.iter().all(Option::is_some) {
+        if worked.is_some() && controller.leader_heard_at.lock().is_some() {
+            // A leader elected without this node reaches it: that leader holds every committed
+            // entry, and its AppendEntries moved this node's vote into the leader's term.
+            tracing::warn!(
+                member_applied = worked,
+                "this node's store is empty and a leader of the group reaches it: catching up"
+            );
+            let applied = worked.unwrap_or(0);
+            *controller.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
+            break applied;
+        }
+        if everyone {
             let members: BTreeMap<u64, BasicNode> = config
                 .peers
                 .iter()
@@ -942,6 +976,7 @@ async fn join_or_form(controller: Arc<Controller>) {
                 .collect();
             // Every node proposes the same membership; whichever forms the group first wins
             // and the others' attempts are refused harmlessly.
+            *controller.rejoining.lock() = None;
             if let Err(e) = controller.raft.initialize(members).await {
                 tracing::debug!(error = %e, "group already formed");
             }
@@ -951,7 +986,8 @@ async fn join_or_form(controller: Arc<Controller>) {
         if waited.is_multiple_of(20) {
             tracing::warn!(
                 "this node's store is empty and a member cannot be asked whether the group has \
-                 worked: waiting for every member before forming a group"
+                 worked or what it holds: waiting for every member before it forms a group or \
+                 votes"
             );
         }
         waited += 1;
@@ -959,13 +995,12 @@ async fn join_or_form(controller: Arc<Controller>) {
             _ = controller.shutdown.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
-    }
-    // Refilled once the state machine has applied what the member had.
+    };
+    // Refilled once the state machine has applied what the members had.
     let mut metrics = controller.raft.metrics();
     loop {
         let applied = metrics.borrow().last_applied.map(|l| l.index);
-        let target = *controller.rejoining.lock();
-        if target.is_none_or(|t| applied.is_some_and(|a| a >= t)) {
+        if applied.is_some_and(|a| a >= target) {
             break;
         }
         tokio::select! {
@@ -978,8 +1013,55 @@ async fn join_or_form(controller: Arc<Controller>) {
     tracing::info!("this node has caught up with the group: it votes and may stand again");
 }
 
-/// A member's answer to GROUP_PROBE: `Some(applied index, if any)`; `None` if it cannot be asked.
-pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<Option<u64>> {
+/// Where a node started on an empty store stands with its group (`join_or_form`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejoin {
+    /// Not every member has been asked yet: it votes for no one, since a member that cannot be
+    /// asked may hold entries this node acknowledged, or the vote this node has forgotten.
+    Probing,
+    /// The group has worked: it votes only for a candidate whose log reaches `applied` (what
+    /// the members had applied) in a term past `term` (the highest any member had reached).
+    CatchingUp { applied: u64, term: u64 },
+}
+
+impl Rejoin {
+    /// Why this node refuses a vote for a candidate in `term` whose log ends at `last_index`.
+    pub fn refuses_vote(&self, term: u64, last_index: Option<u64>) -> Option<&'static str> {
+        match *self {
+            Rejoin::Probing => Some(
+                "this node lost its store and has not yet heard from every member: it votes \
+                 for no one",
+            ),
+            Rejoin::CatchingUp {
+                applied,
+                term: seen,
+            } => (last_index.is_none_or(|l| l < applied) || term <= seen).then_some(
+                "this node lost its store and has not caught up with the group: it votes \
+                     only for a candidate that has what the group applied, in a newer term",
+            ),
+        }
+    }
+}
+
+/// A member's answer to GROUP_PROBE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct GroupProbe {
+    /// The index its state machine applied; `None` for an empty store.
+    pub applied: Option<u64>,
+    /// The term of its vote. Older nodes did not report it.
+    #[serde(default)]
+    pub term: u64,
+}
+
+impl GroupProbe {
+    fn merge(&mut self, other: &GroupProbe) {
+        self.applied = self.applied.max(other.applied);
+        self.term = self.term.max(other.term);
+    }
+}
+
+/// A member's answer to GROUP_PROBE; `None` if it cannot be asked.
+pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<GroupProbe> {
     let limit = Duration::from_secs(1);
     let client = Client::connect_from(addr, source, limit).await.ok()?;
     let answer = client
@@ -989,8 +1071,7 @@ pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Optio
     if answer.code != response::SUCCESS {
         return None;
     }
-    let body: serde_json::Value = serde_json::from_slice(answer.body.as_deref()?).ok()?;
-    Some(body["applied"].as_u64())
+    serde_json::from_slice(answer.body.as_deref()?).ok()
 }
 
 /// The addresses a `host:port` resolves to; none if it does not.
@@ -1029,4 +1110,52 @@ fn scopeguard(f: impl FnOnce()) -> impl Drop {
 pub fn next_connection_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_still_asking_its_members_votes_for_no_one() {
+        assert!(Rejoin::Probing.refuses_vote(9, Some(100)).is_some());
+    }
+
+    #[test]
+    fn a_rejoining_node_votes_only_for_a_candidate_holding_what_was_applied_in_a_newer_term() {
+        let rejoin = Rejoin::CatchingUp {
+            applied: 10,
+            term: 4,
+        };
+        assert!(rejoin.refuses_vote(5, Some(9)).is_some(), "log too short");
+        assert!(rejoin.refuses_vote(5, None).is_some(), "empty log");
+        assert!(
+            rejoin.refuses_vote(4, Some(10)).is_some(),
+            "a term it may have voted in"
+        );
+        assert!(rejoin.refuses_vote(5, Some(10)).is_none());
+    }
+
+    #[test]
+    fn probe_answers_merge_to_the_most_applied_and_the_highest_term() {
+        let mut known = GroupProbe::default();
+        known.merge(&GroupProbe {
+            applied: Some(7),
+            term: 2,
+        });
+        known.merge(&GroupProbe {
+            applied: None,
+            term: 5,
+        });
+        assert_eq!(
+            known,
+            GroupProbe {
+                applied: Some(7),
+                term: 5
+            }
+        );
+        // An answer from a node that did not report its term still reads.
+        let old: GroupProbe = serde_json::from_str(r#"{"applied":3}"#).unwrap();
+        assert_eq!(old.applied, Some(3));
+    }
 }

@@ -2,7 +2,9 @@
 //! third, the only one that still holds the group's state, is down: they must not form a new
 //! group of their own (which would hand out broker ids again and restart master epochs), and
 //! once the third is back they must take its state, not the other way round. A single wiped
-//! member comes back as a follower that is refilled and then counts like any other.
+//! member comes back as a follower that is refilled and then counts like any other. A wiped
+//! member that held entries a stale member lacks does not help the stale one lead while the
+//! member that also holds them is down.
 
 mod support;
 use support::MQCONTROLLER;
@@ -135,9 +137,9 @@ async fn next_id(group: &Group, leader: usize) -> Option<i64> {
     (answer.code == response::SUCCESS).then(|| answer.ext("nextBrokerId")?.parse().ok())?
 }
 
-/// Takes ids 1..=n for group `w` through the leader.
-async fn take_ids(group: &Group, leader: usize, n: i64) {
-    for id in 1..=n {
+/// Takes `ids` for group `w` through the leader.
+async fn take_ids(group: &Group, leader: usize, ids: std::ops::RangeInclusive<i64>) {
+    for id in ids {
         let apply = RemotingCommand::request(request::CONTROLLER_APPLY_BROKER_ID)
             .with_ext("clusterName", "c")
             .with_ext("brokerName", "w")
@@ -160,7 +162,7 @@ async fn two_wiped_members_wait_for_the_one_that_kept_the_state_and_take_it() {
     let first = leader_within(&group, &[0, 1, 2], Duration::from_secs(20))
         .await
         .expect("the group elects a leader");
-    take_ids(&group, first, 3).await;
+    take_ids(&group, first, 1..=3).await;
     assert_eq!(next_id(&group, first).await, Some(4));
 
     // Every node stops; two lose their stores; only those two come back.
@@ -213,4 +215,58 @@ async fn two_wiped_members_wait_for_the_one_that_kept_the_state_and_take_it() {
         .await
         .expect("the refilled members elect a leader");
     assert_eq!(next_id(&group, leader).await, Some(4));
+}
+
+#[tokio::test]
+async fn a_wiped_member_does_not_elect_a_stale_one_while_the_member_holding_the_newer_entries_is_down(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = Group::new(dir.path());
+    for i in 0..3 {
+        group.start(i);
+    }
+    let holder = leader_within(&group, &[0, 1, 2], Duration::from_secs(20))
+        .await
+        .expect("the group elects a leader");
+    take_ids(&group, holder, 1..=3).await;
+    // One follower stops and misses ids 4-6, committed on the leader and the other follower.
+    let followers: Vec<usize> = (0..3).filter(|i| *i != holder).collect();
+    let (stale, wiped) = (followers[0], followers[1]);
+    group.kill(stale);
+    take_ids(&group, holder, 4..=6).await;
+    assert_eq!(next_id(&group, holder).await, Some(7));
+
+    // The two that hold ids 4-6 stop; one of them loses its store. The stale member and the
+    // wiped one come back: together they are a majority, but electing the stale one would hand
+    // ids 4-6 out again.
+    group.kill(holder);
+    group.kill(wiped);
+    std::fs::remove_dir_all(group.store(wiped)).unwrap();
+    group.start(stale);
+    group.start(wiped);
+    let waited = Instant::now();
+    while waited.elapsed() < Duration::from_secs(8) {
+        assert_eq!(
+            leader(&group, &[stale, wiped]).await,
+            None,
+            "the wiped member helped the stale one lead"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // The holder is back: the group leads with every committed entry.
+    group.start(holder);
+    let leader = leader_within(&group, &[0, 1, 2], Duration::from_secs(20))
+        .await
+        .expect("the group elects a leader again");
+    assert_eq!(
+        next_id(&group, leader).await,
+        Some(7),
+        "committed ids were handed out again"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !group.said(wiped, "has caught up") {
+        assert!(Instant::now() < deadline, "the wiped member is refilled");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -35,7 +35,8 @@ pub mod codes {
     /// with the heartbeat's own header).
     pub const FORWARDED_HEARTBEAT: i32 = 1193;
     /// Whether the asked node belongs to a group that has worked: the answer's body is
-    /// `{"applied":N}` (the index its state machine has applied; null for an empty store).
+    /// `{"applied":N,"term":T}` (the index its state machine has applied, null for an empty
+    /// store, and the term of its vote).
     /// Asked by a node that starts with an empty store before it forms a group or votes.
     pub const GROUP_PROBE: i32 = 1194;
     /// Sent by a leader handing its office on (`members::transfer_leader`) to the member that is
