@@ -93,6 +93,13 @@ warn_disk() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# free_port: prints a port nothing listens on now, chosen by the kernel (for a single server
+# started at once; port_block keeps a broker's several ports together).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# fail MESSAGE...: says why on stderr, tagged like log, and ends the script.
+fail() { log "FAIL: $*" >&2; exit 1; }
+
 # port_block: sets BASE to the first of four consecutive free ports (a broker needs listenPort,
 # listenPort-2 for the 5.x "fast" server, and its HA port). They come from below the ephemeral range,
 # so that no outgoing connection takes them later (between restarts of the same peer), from a random

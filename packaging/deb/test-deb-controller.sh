@@ -10,8 +10,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-say() { echo "test-deb-controller: $*"; }
-fail() { echo "test-deb-controller: FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 [ "$(id -u)" = 0 ] || fail "must run as root (it installs packages)"
 command -v dpkg >/dev/null || fail "dpkg not found"
 cargo deb --version >/dev/null 2>&1 || fail "cargo-deb not found: cargo install cargo-deb --locked"
@@ -29,7 +29,7 @@ ctl_deb=$(cargo deb -p rocketmq-controller --no-build --strip | tail -n1)
 [ -f "$ctl_deb" ] || fail "cargo deb did not produce the mqcontroller package: $ctl_deb"
 ns_deb=$(cargo deb -p namesrv --no-build --strip | tail -n1)
 [ -f "$ns_deb" ] || fail "cargo deb did not produce the mqnamesrv package: $ns_deb"
-say "built $ctl_deb and $ns_deb"
+log "built $ctl_deb and $ns_deb"
 
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -77,12 +77,10 @@ getent passwd rocketmq >/dev/null || fail "postinst did not create the rocketmq 
 
 # The packaged config as it is, unless its ports are taken on this machine: then a copy with
 # free ones (the store path and everything else as packaged).
-busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 config=/etc/mqcontroller/controller.conf
 port=9878
 http_port=5557
-if busy 9878 || busy 5557; then
+if ! port_free 9878 || ! port_free 5557; then
     port=$(free_port)
     http_port=$(free_port)
     config=$work/controller.conf
@@ -90,7 +88,7 @@ if busy 9878 || busy 5557; then
         -e "s/^metricsPromExporterPort=.*/metricsPromExporterPort=$http_port/" \
         /etc/mqcontroller/controller.conf > "$config"
     chmod 644 "$config"
-    say "9878 or 5557 busy, using ports $port and $http_port"
+    log "9878 or 5557 busy, using ports $port and $http_port"
 fi
 
 # setpriv execs the node in its place, as systemd does, so that the SIGTERM below reaches the
@@ -115,7 +113,7 @@ grep -qx 'namesrv_controller_is_leader 1' <<<"$metrics" \
     || fail "the one-node group does not lead itself: $(grep is_leader <<<"$metrics")"
 [ "$(stat -c %U /var/lib/mqcontroller/store/raft.redb)" = rocketmq ] \
     || fail "the store is not in /var/lib/mqcontroller/store, written by rocketmq"
-say "the installed node is ready on 127.0.0.1:$http_port, leads, and keeps its store in /var/lib/mqcontroller"
+log "the installed node is ready on 127.0.0.1:$http_port, leads, and keeps its store in /var/lib/mqcontroller"
 
 # 0 only for a graceful stop: a SIGTERM the node does not handle kills it (143).
 kill -TERM "$node"
@@ -125,20 +123,20 @@ status=0
 wait "$node" || status=$?
 node=
 [ "$status" = 0 ] || { cat "$work/out"; fail "the node exited $status on SIGTERM, not 0"; }
-say "stopped gracefully on SIGTERM"
+log "stopped gracefully on SIGTERM"
 
 dpkg -r mqcontroller
 [ ! -e /usr/bin/mqcontroller ] || fail "remove left /usr/bin/mqcontroller"
 [ -f /var/lib/mqcontroller/store/raft.redb ] || fail "remove deleted the store"
 [ -f /etc/mqcontroller/controller.conf ] || fail "remove deleted the conffile"
 getent passwd rocketmq >/dev/null || fail "remove deleted the user owning the store"
-say "removed; the store, config and user kept"
+log "removed; the store, config and user kept"
 
 dpkg --purge mqcontroller
 [ ! -e /var/lib/mqcontroller ] || fail "purge left /var/lib/mqcontroller"
 [ ! -e /etc/mqcontroller/controller.conf ] || fail "purge left the conffile"
 ! getent passwd rocketmq >/dev/null || fail "purge left the rocketmq user (mqnamesrv is not installed)"
-say "purged; store, config and user gone"
+log "purged; store, config and user gone"
 
 # Beside mqnamesrv, which creates the user first here.
 dpkg -i "$ns_deb" "$ctl_deb" >/dev/null
@@ -157,5 +155,5 @@ dpkg --purge mqcontroller >/dev/null
 getent passwd rocketmq >/dev/null || fail "purging mqcontroller deleted the owner of mqnamesrv's kept state"
 dpkg --purge mqnamesrv >/dev/null
 ! getent passwd rocketmq >/dev/null || fail "purging the last of the two left the user"
-say "beside mqnamesrv: the user outlives either purge while the other is there, and goes with the last"
-say "ok"
+log "beside mqnamesrv: the user outlives either purge while the other is there, and goes with the last"
+log "ok"

@@ -8,7 +8,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 [ "$(id -u)" = 0 ] || fail "must run as root (it installs a package)"
 command -v dpkg >/dev/null || fail "dpkg not found"
 cargo deb --version >/dev/null 2>&1 || fail "cargo-deb not found: cargo install cargo-deb --locked"
@@ -47,11 +48,9 @@ done
 
 # The packaged config as it is, unless its ports are taken on this machine: then a copy with
 # free ones (everything else, the paths above all, as packaged).
-busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 config=/etc/mqnamesrv/namesrv.properties
 port=9876
-if busy 9876 || busy 9877; then
+if ! port_free 9876 || ! port_free 9877; then
     port=$(free_port)
     config=$work/namesrv.properties
     { sed '/^listenPort=/d' /etc/mqnamesrv/namesrv.properties; echo "listenPort=$port"; echo "httpPort=0"; } > "$config"
