@@ -128,6 +128,24 @@ async fn leader_within(group: &Group, which: &[usize], limit: Duration) -> Optio
     None
 }
 
+/// Asserts for `span` that no node among `which` says it leads.
+async fn no_leader_for(group: &Group, which: &[usize], span: Duration, why: &str) {
+    let waited = Instant::now();
+    while waited.elapsed() < span {
+        assert_eq!(leader(group, which).await, None, "{why}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until every node in `which` has said it caught up with the group.
+async fn refilled(group: &Group, which: &[usize]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !which.iter().all(|&i| group.said(i, "has caught up")) {
+        assert!(Instant::now() < deadline, "the wiped members are refilled");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The id the leader would offer the next broker of group `w`.
 async fn next_id(group: &Group, leader: usize) -> Option<i64> {
     let next = RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
@@ -176,15 +194,13 @@ async fn two_wiped_members_wait_for_the_one_that_kept_the_state_and_take_it() {
         group.start(i);
     }
     // They form nothing: no leader, no ids handed out again.
-    let waited = Instant::now();
-    while waited.elapsed() < Duration::from_secs(5) {
-        assert_eq!(
-            leader(&group, &wiped).await,
-            None,
-            "two empty stores formed a group"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    no_leader_for(
+        &group,
+        &wiped,
+        Duration::from_secs(5),
+        "two empty stores formed a group",
+    )
+    .await;
     for &i in &wiped {
         let next = RemotingCommand::request(request::CONTROLLER_GET_NEXT_BROKER_ID)
             .with_ext("clusterName", "c")
@@ -203,11 +219,7 @@ async fn two_wiped_members_wait_for_the_one_that_kept_the_state_and_take_it() {
         Some(4),
         "ids were not handed out again"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !wiped.iter().all(|&i| group.said(i, "has caught up")) {
-        assert!(Instant::now() < deadline, "the wiped members are refilled");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    refilled(&group, &wiped).await;
 
     // Refilled, they count: with the keeper gone, the two elect a leader that has the state.
     group.kill(kept);
@@ -244,15 +256,13 @@ async fn a_wiped_member_does_not_elect_a_stale_one_while_the_member_holding_the_
     std::fs::remove_dir_all(group.store(wiped)).unwrap();
     group.start(stale);
     group.start(wiped);
-    let waited = Instant::now();
-    while waited.elapsed() < Duration::from_secs(8) {
-        assert_eq!(
-            leader(&group, &[stale, wiped]).await,
-            None,
-            "the wiped member helped the stale one lead"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    no_leader_for(
+        &group,
+        &[stale, wiped],
+        Duration::from_secs(8),
+        "the wiped member helped the stale one lead",
+    )
+    .await;
 
     // The holder is back: the group leads with every committed entry.
     group.start(holder);
@@ -264,9 +274,5 @@ async fn a_wiped_member_does_not_elect_a_stale_one_while_the_member_holding_the_
         Some(7),
         "committed ids were handed out again"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !group.said(wiped, "has caught up") {
-        assert!(Instant::now() < deadline, "the wiped member is refilled");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    refilled(&group, &[wiped]).await;
 }
