@@ -8,6 +8,7 @@
 //! - `handler`: the controller's requests, one `match` over the request code;
 //! - `node`: one node: its Raft member, its heartbeat table and a leader's background duties;
 //! - `members`: adding, removing and listing the group's own members, and handing on its leadership;
+//! - `forward`: the one task and connection that pass followers' heartbeats on to the leader;
 //! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;
 //! - `replicated`: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
 //! - `raft`: openraft around that state: the redb log and snapshots, the transport between nodes;
@@ -18,6 +19,7 @@
 //! - [`http`]: `mqcontroller`'s own HTTP port (metrics, probes, the page).
 
 pub mod config;
+mod forward;
 mod handler;
 mod heartbeat;
 pub mod http;

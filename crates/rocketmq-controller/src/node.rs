@@ -12,6 +12,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ControllerConfig;
+use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
 use crate::raft::codes;
@@ -120,8 +121,8 @@ pub struct Controller {
     /// names no leader and claims nothing, and whoever runs it is told through `failed`.
     fatal: Mutex<Option<String>>,
     failed: CancellationToken,
-    /// The connection heartbeats are forwarded on, and the leader it goes to.
-    leader_link: Arc<Mutex<Option<(u64, Client)>>>,
+    /// Passes heartbeats brokers send this follower on to the leader.
+    forwarder: Forwarder,
     /// Elections and leadership changes, for the status page.
     recent: Recent,
     /// When each member last answered this node's Raft requests.
@@ -162,6 +163,7 @@ impl Controller {
         let answered = network.answered();
         let raft = Raft::new(node_id, raft_cfg, network, log, sm).await?;
         let lease = raft_timing(&config).1;
+        let shutdown = CancellationToken::new();
         let empty = !raft.is_initialized().await?;
         if empty {
             // Neither stand nor form a group before the peers have been asked (join_or_form).
@@ -187,12 +189,12 @@ impl Controller {
             rejoining: Mutex::new(rejoining),
             fatal: Mutex::new(None),
             failed: CancellationToken::new(),
-            leader_link: Default::default(),
+            forwarder: Forwarder::start(source, shutdown.clone()),
             recent: Recent::default(),
             answered,
             // 1 ms to about 4 s: a commit is a round trip and an fsync, and the deadline is 5 s.
             commit_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 13)),
-            shutdown: CancellationToken::new(),
+            shutdown,
         });
         if empty {
             tokio::spawn(join_or_form(controller.clone()));
@@ -459,7 +461,7 @@ impl Controller {
 
     /// Passes a heartbeat a broker sent to this follower on to the leader, so that a broker
     /// that reaches only some nodes still counts as alive where elections are decided.
-    pub fn forward_heartbeat(self: &Arc<Self>, heartbeat: &RemotingCommand) {
+    pub fn forward_heartbeat(&self, heartbeat: &RemotingCommand) {
         let Some(leader) = self.raft.metrics().borrow().current_leader else {
             return;
         };
@@ -472,27 +474,7 @@ impl Controller {
         }
         let mut forwarded = RemotingCommand::request(codes::FORWARDED_HEARTBEAT).oneway();
         forwarded.ext_fields = heartbeat.ext_fields.clone();
-        let link = self.leader_link.clone();
-        let source = self.source;
-        tokio::spawn(async move {
-            let existing = link
-                .lock()
-                .as_ref()
-                .filter(|(to, _)| *to == leader)
-                .map(|(_, c)| c.clone());
-            let client = match existing {
-                Some(c) => c,
-                None => {
-                    let connect = Client::connect_from(&addr, source, Duration::from_secs(1));
-                    let Ok(c) = connect.await else { return };
-                    *link.lock() = Some((leader, c.clone()));
-                    c
-                }
-            };
-            if client.send_oneway(forwarded).await.is_err() {
-                *link.lock() = None;
-            }
-        });
+        self.forwarder.send(leader, addr, forwarded);
     }
 
     /// The heartbeat table, once it has noted the time: the first look after this node was

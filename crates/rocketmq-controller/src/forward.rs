@@ -1,0 +1,191 @@
+//! Heartbeats a follower passes on to the leader (FORWARDED_HEARTBEAT, 1193), all through one
+//! task that holds one connection. A task per heartbeat would open a connection per heartbeat
+//! while the leader is unreachable: a few hundred brokers beating every second would each start
+//! a connect, and the attempts would pile up for as long as the cut lasts.
+
+use std::time::{Duration, Instant};
+
+use rocketmq_wire::client::Client;
+use rocketmq_wire::RemotingCommand;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Heartbeats waiting for the link. A broker beats again within seconds, so when the link is
+/// slower than that the oldest beats are worth nothing: the rest are dropped, not queued.
+const QUEUE: usize = 1024;
+/// How long a connect to the leader may take.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(1);
+/// How long a frame may wait for room on the link: a leader that stopped reading must not
+/// hold the beats meant for the next one.
+const SEND_DEADLINE: Duration = Duration::from_secs(1);
+/// After a failed connect, beats for that leader are dropped for this long instead of each
+/// trying again; a new leader is tried at once.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+struct Beat {
+    leader: u64,
+    addr: String,
+    frame: RemotingCommand,
+}
+
+/// The sending side of the forwarding task; the task ends with the node's shutdown.
+pub(crate) struct Forwarder {
+    queue: mpsc::Sender<Beat>,
+}
+
+impl Forwarder {
+    pub(crate) fn start(source: Option<std::net::IpAddr>, shutdown: CancellationToken) -> Self {
+        let (queue, beats) = mpsc::channel(QUEUE);
+        tokio::spawn(forward(beats, source, shutdown));
+        Forwarder { queue }
+    }
+
+    /// Queues `frame` for `leader` at `addr`; returns whether it was queued (false when the
+    /// queue is full or the task has ended).
+    pub(crate) fn send(&self, leader: u64, addr: String, frame: RemotingCommand) -> bool {
+        self.queue
+            .try_send(Beat {
+                leader,
+                addr,
+                frame,
+            })
+            .is_ok()
+    }
+}
+
+async fn forward(
+    mut beats: mpsc::Receiver<Beat>,
+    source: Option<std::net::IpAddr>,
+    shutdown: CancellationToken,
+) {
+    let mut link: Option<(u64, Client)> = None;
+    let mut unreachable: Option<(u64, Instant)> = None;
+    loop {
+        let beat = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            beat = beats.recv() => match beat {
+                Some(beat) => beat,
+                None => return,
+            },
+        };
+        if unreachable.is_some_and(|(to, until)| to == beat.leader && Instant::now() < until) {
+            continue;
+        }
+        let client = match &link {
+            Some((to, client)) if *to == beat.leader => client.clone(),
+            _ => {
+                link = None;
+                match Client::connect_from(&beat.addr, source, CONNECT_DEADLINE).await {
+                    Ok(client) => {
+                        unreachable = None;
+                        link = Some((beat.leader, client.clone()));
+                        client
+                    }
+                    Err(e) => {
+                        tracing::debug!(leader = beat.leader, addr = %beat.addr, error = %e,
+                            "cannot reach the leader to forward heartbeats");
+                        unreachable = Some((beat.leader, Instant::now() + RETRY_AFTER));
+                        continue;
+                    }
+                }
+            }
+        };
+        let sent = tokio::time::timeout(SEND_DEADLINE, client.send_oneway(beat.frame)).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            link = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+    use rocketmq_wire::frame::RemotingCodec;
+    use tokio::net::TcpListener;
+    use tokio_util::codec::FramedRead;
+
+    use super::*;
+    use crate::raft::codes;
+
+    /// A leader stand-in that counts the connections it accepts and the frames it reads.
+    async fn counting_leader() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let frames = Arc::new(AtomicUsize::new(0));
+        let (c, f) = (connections.clone(), frames.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                let f = f.clone();
+                tokio::spawn(async move {
+                    let mut read = FramedRead::new(stream, RemotingCodec::new(1 << 20));
+                    while let Some(Ok(_)) = read.next().await {
+                        f.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        (addr, connections, frames)
+    }
+
+    fn beat() -> RemotingCommand {
+        RemotingCommand::request(codes::FORWARDED_HEARTBEAT)
+    }
+
+    async fn until(what: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if what() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn two_hundred_heartbeats_for_one_leader_travel_on_one_connection() {
+        let (addr, connections, frames) = counting_leader().await;
+        let forwarder = Forwarder::start(None, CancellationToken::new());
+        for _ in 0..200 {
+            assert!(forwarder.send(1, addr.clone(), beat()));
+        }
+        assert!(until(|| frames.load(Ordering::SeqCst) == 200).await);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_leader_neither_stalls_the_queue_nor_ends_the_task() {
+        // A port nobody listens on: the connect is refused.
+        let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let gone = closed.local_addr().unwrap().to_string();
+        drop(closed);
+        let forwarder = Forwarder::start(None, CancellationToken::new());
+        for _ in 0..2000 {
+            forwarder.send(1, gone.clone(), beat());
+        }
+        // The beats for the dead leader are dropped after one failed connect, not tried one by
+        // one, so the queue empties and a new leader gets its beats promptly.
+        let (addr, connections, frames) = counting_leader().await;
+        assert!(
+            until(|| {
+                forwarder.send(2, addr.clone(), beat());
+                frames.load(Ordering::SeqCst) > 0
+            })
+            .await
+        );
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn the_task_ends_with_the_node() {
+        let shutdown = CancellationToken::new();
+        let forwarder = Forwarder::start(None, shutdown.clone());
+        shutdown.cancel();
+        assert!(until(|| !forwarder.send(1, "127.0.0.1:1".into(), beat())).await);
+    }
+}
