@@ -3,7 +3,8 @@
 //! from some nodes only. Each runs the broker flow compressed in time: an id and a registration,
 //! a 1004 read of its group every tick, 1002 when there is no master, and as master a 1001 that
 //! shrinks the set to itself or grows it by a live member; heartbeats go out from a task of their
-//! own, as the broker's scheduled heartbeat does, whatever the main loop waits on. Every answer
+//! own, as the broker's scheduled heartbeat does, whatever the main loop waits on. Each listens on
+//! its address for the controller's role-change notices (1008). Every answer and every notice
 //! goes to the record.
 
 use std::collections::BTreeSet;
@@ -12,8 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use namesrv_testkit::ControllerBroker;
-use rocketmq_wire::codes::response;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::frame::RemotingCodec;
 use rocketmq_wire::RemotingCommand;
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +29,8 @@ const GROUP_NAMES: [&str; GROUPS] = ["g0", "g1", "g2"];
 const TICK: Duration = Duration::from_millis(250);
 /// Shorter than Java's 10 s so that schedules see brokers expire and masters change.
 const HEARTBEAT_TIMEOUT_MS: u64 = 4_000;
+/// The port of each broker's address, where it registers from and takes notices.
+const BROKER_PORT: u16 = 10_911;
 
 /// What the rest of the test may know of a broker while its own task runs it.
 pub struct Broker {
@@ -92,9 +97,16 @@ impl Fleet {
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();
         for (b, ip) in brokers.iter().zip(ips) {
+            tasks.push(tokio::spawn(notices(
+                b.clone(),
+                ip,
+                history.clone(),
+                stop.clone(),
+            )));
             let make = || {
-                let mut kit = ControllerBroker::new(CLUSTER, b.group, &format!("{ip}:10911"))
-                    .speaking_from(ip);
+                let mut kit =
+                    ControllerBroker::new(CLUSTER, b.group, &format!("{ip}:{BROKER_PORT}"))
+                        .speaking_from(ip);
                 kit.heartbeat_timeout_ms = HEARTBEAT_TIMEOUT_MS;
                 kit
             };
@@ -338,6 +350,48 @@ impl Life {
         let changed = self.seen(Some(id), seen.master_epoch, set_of(&answer), new_epoch);
         self.record(Op::Alter, start, changed);
         self.history.altered(self.me.group, Instant::now());
+    }
+}
+
+/// The role-change notices (1008) the controller sends to the broker's address, recorded as
+/// answers: a notice names a master and a set with their epochs like a 1004 answer does, so it
+/// must agree with every other answer of the same epoch. Notices are pushed from tasks of their
+/// own, each on a new connection, so one can arrive after a newer one: they take no part in the
+/// check that epochs never go back in real time.
+async fn notices(me: Arc<Broker>, ip: IpAddr, history: Arc<History>, stop: CancellationToken) {
+    let listener = tokio::net::TcpListener::bind((ip, BROKER_PORT))
+        .await
+        .expect("the broker's address on the bridge");
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+        };
+        let (me, history) = (me.clone(), history.clone());
+        tokio::spawn(async move {
+            let mut frames =
+                tokio_util::codec::FramedRead::new(stream, RemotingCodec::new(1 << 20));
+            while let Some(Ok(notice)) = frames.next().await {
+                if notice.code != request::NOTIFY_BROKER_ROLE_CHANGED {
+                    continue;
+                }
+                let at = Instant::now();
+                history.saw(Seen {
+                    group: me.group.to_string(),
+                    op: Op::Notice,
+                    node: None,
+                    start: at,
+                    end: at,
+                    master: num(&notice, "masterBrokerId").filter(|id| *id > 0),
+                    master_epoch: num(&notice, "masterEpoch").unwrap_or(0),
+                    set: set_of(&notice),
+                    set_epoch: num(&notice, "syncStateSetEpoch").unwrap_or(0),
+                });
+            }
+        });
     }
 }
 

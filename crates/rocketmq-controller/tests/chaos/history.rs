@@ -15,6 +15,8 @@ pub enum Op {
     Elect,
     /// 1001, an accepted change of the sync-state set.
     Alter,
+    /// 1008, a role-change notice the controller pushed to a broker.
+    Notice,
 }
 
 /// A group's state as one answer gave it.
@@ -115,9 +117,13 @@ impl History {
             .min()
     }
 
-    pub fn counts(&self) -> (usize, usize, usize) {
+    /// How many answers (notices among them), ids granted and looks at the leaders were
+    /// recorded.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let seen = self.seen.lock().unwrap();
         (
-            self.seen.lock().unwrap().len(),
+            seen.len(),
+            seen.iter().filter(|s| s.op == Op::Notice).count(),
             self.grants.lock().unwrap().len(),
             self.claims.lock().unwrap().len(),
         )
@@ -212,7 +218,7 @@ impl History {
 
         // Epochs never go backwards across answers that follow one another in real time.
         let mut by_group: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
-        for s in &seen {
+        for s in seen.iter().filter(|s| s.op != Op::Notice) {
             by_group.entry(&s.group).or_default().push(s);
         }
         for (group, list) in by_group {

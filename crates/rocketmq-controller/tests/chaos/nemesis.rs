@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::broker::{Broker, Fleet, GROUPS, MEMBERS};
 use super::cluster::{Cluster, NODES};
 use super::history::{Alone, History};
+use crate::support::delay::{slow_link, SlowLink};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -30,10 +31,17 @@ pub enum Fault {
     WipeFollowerKillPeer,
     /// Group `group`'s master broker stops; started again when healed.
     CrashMaster { group: usize },
+    /// Every link between nodes delayed by `delay_ms` each way and losing 5 % of its packets
+    /// (brokers' links are not). Past the Raft timing's bounds no leader can hold its lease, so
+    /// only safety is judged while it lasts, and the recovery after healing.
+    SlowLinks { delay_ms: u64 },
 }
 
+/// The share of packets the slow links drop, each way.
+const SLOW_LINK_LOSS: f64 = 0.05;
+
 /// How many kinds of fault `Fault::pick` draws from.
-pub const FAULT_KINDS: usize = 10;
+pub const FAULT_KINDS: usize = 11;
 
 impl Fault {
     pub fn name(&self) -> &'static str {
@@ -48,6 +56,7 @@ impl Fault {
             Fault::FillLeaderDisk => "fill the leader's disk",
             Fault::WipeFollowerKillPeer => "wipe a follower's store, kill the other",
             Fault::CrashMaster { .. } => "crash a master broker",
+            Fault::SlowLinks { .. } => "150-500 ms delay and 5 % loss between nodes",
         }
     }
 
@@ -67,6 +76,9 @@ impl Fault {
             6 => Fault::Kill { leader: false },
             7 => Fault::FillLeaderDisk,
             8 => Fault::WipeFollowerKillPeer,
+            9 => Fault::SlowLinks {
+                delay_ms: rng.u64(150..=500),
+            },
             _ => Fault::CrashMaster {
                 group: rng.usize(..GROUPS),
             },
@@ -105,6 +117,7 @@ pub struct Done {
     /// A second node the fault took down (the killed peer).
     other: Option<usize>,
     crashed: Option<Arc<Broker>>,
+    slow: Vec<SlowLink>,
     /// Nodes that, by the fault, have no quorum until it is healed.
     alone: Vec<usize>,
     /// Groups whose master may rightly be unable to change its set while this holds.
@@ -126,6 +139,7 @@ pub fn apply(fault: Fault, leader: usize, cluster: &mut Cluster, fleet: &Fleet) 
         leader,
         other: None,
         crashed: None,
+        slow: Vec::new(),
         alone: Vec::new(),
         stuck_groups: Vec::new(),
         majority: true,
@@ -187,6 +201,14 @@ pub fn apply(fault: Fault, leader: usize, cluster: &mut Cluster, fleet: &Fleet) 
             }
             done.stuck_groups.push(name);
         }
+        Fault::SlowLinks { delay_ms } => {
+            let delay = Duration::from_millis(delay_ms);
+            for (i, j) in [(0, 1), (0, 2), (1, 2)] {
+                let link = slow_link(&cluster.net, i, j, delay, SLOW_LINK_LOSS);
+                done.slow.push(link);
+            }
+            done.majority = false;
+        }
     }
     done
 }
@@ -235,6 +257,11 @@ pub fn heal(done: Done, from: Instant, cluster: &mut Cluster, history: &History)
         Fault::CrashMaster { .. } => {
             if let Some(b) = done.crashed {
                 b.set_up(true);
+            }
+        }
+        Fault::SlowLinks { .. } => {
+            for link in done.slow {
+                link.remove();
             }
         }
     }

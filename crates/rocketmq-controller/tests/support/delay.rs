@@ -76,10 +76,36 @@ async fn relay(
     }
 }
 
+/// A slow link in place: its TUN devices and the tasks relaying between them.
+pub struct SlowLink {
+    /// (namespace, device) of each end.
+    ends: Vec<(String, String)>,
+    relays: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl SlowLink {
+    /// Puts the link back on the bridge: the relays stop, and deleting the devices deletes the
+    /// routes through them. A device goes by itself once its last descriptor closes, which the
+    /// stopped relays may already have done, so a device that is gone is not an error; one that
+    /// a delayed packet still holds open is deleted here.
+    pub fn remove(self) {
+        for relay in &self.relays {
+            relay.abort();
+        }
+        for (ns, dev) in &self.ends {
+            let _ = std::process::Command::new("ip")
+                .args(["-n", ns, "link", "del", dev])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
 /// Makes the link between nodes `i` and `j` of `net` slow: `delay` each way, `loss` of the
-/// packets dropped each way. Lasts as long as the namespaces (the relay tasks end with the
-/// runtime).
-pub fn slow_link(net: &Net, i: usize, j: usize, delay: Duration, loss: f64) {
+/// packets dropped each way. Lasts until `SlowLink::remove`, or as long as the namespaces (the
+/// relay tasks end with the runtime).
+pub fn slow_link(net: &Net, i: usize, j: usize, delay: Duration, loss: f64) -> SlowLink {
+    let mut fds = Vec::new();
     let mut ends = Vec::new();
     for (here, there) in [(i, j), (j, i)] {
         let name = format!("{}t{here}{there}", net.tag());
@@ -91,15 +117,13 @@ pub fn slow_link(net: &Net, i: usize, j: usize, delay: Duration, loss: f64) {
         // SAFETY: the `File` owns its descriptor and the AsyncFd owns the `File`: it stays open
         // and the same for the AsyncFd's whole life.
         let end = unsafe { AsyncFd::register(tun) }.expect("a pollable TUN device");
-        ends.push(Arc::new(end));
+        fds.push(Arc::new(end));
+        ends.push((net.ns(here), name));
     }
     let seed = (i * 10 + j) as u64;
-    tokio::spawn(relay(ends[0].clone(), ends[1].clone(), delay, loss, seed));
-    tokio::spawn(relay(
-        ends[1].clone(),
-        ends[0].clone(),
-        delay,
-        loss,
-        seed + 1,
-    ));
+    let relays = vec![
+        tokio::spawn(relay(fds[0].clone(), fds[1].clone(), delay, loss, seed)),
+        tokio::spawn(relay(fds[1].clone(), fds[0].clone(), delay, loss, seed + 1)),
+    ];
+    SlowLink { ends, relays }
 }
