@@ -13,8 +13,8 @@
 //!   epochs never go back between answers that follow one another in real time; an id is
 //!   granted to one broker only; the master is in its set and the set holds granted ids only;
 //!   a clean election picks a member of the set it replaces;
-//! - never two nodes claiming to lead at once, and no node claiming without a quorum for longer
-//!   than the election timeout and the lease;
+//! - never two nodes claiming to lead at once, and no node claiming to lead or naming a leader
+//!   without a quorum for longer than the election timeout and the lease;
 //! - after healing, one leader within 3 s and every group with a master within 5 s (with the
 //!   nodes embedded in NameServers, also in every NameServer's routes);
 //! - while a quorum is left, each group's master changes its set (1001) within 5 s.
@@ -48,7 +48,7 @@ use chaos::cluster::{Cluster, NODES};
 use chaos::history::{Claims, History};
 use chaos::{broker, nemesis};
 use nemesis::Fault;
-use support::{ask, claims, one_leader};
+use support::{ask, one_leader};
 
 /// The schedules the test command runs: together they draw every kind of fault.
 const SHORT_RUN: [u64; 4] = [1, 4, 26, 61];
@@ -176,8 +176,15 @@ async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
         tokio::spawn(async move {
             while !stop.is_cancelled() {
                 let at = Instant::now();
-                let leaders = claims(&addrs).await;
-                history.claimed(Claims { at, leaders });
+                let said = support::leadership(&addrs).await;
+                let pick = |f: fn(&support::Said) -> bool| {
+                    (0..said.len()).filter(|i| f(&said[*i])).collect::<Vec<_>>()
+                };
+                history.claimed(Claims {
+                    at,
+                    leaders: pick(|s| s.leads),
+                    naming: pick(|s| s.names),
+                });
                 tokio::time::sleep(Duration::from_millis(150)).await;
             }
         })

@@ -39,6 +39,8 @@ pub struct Seen {
 pub struct Claims {
     pub at: Instant,
     pub leaders: Vec<usize>,
+    /// The nodes that named a leader, themselves or another: where brokers would be sent.
+    pub naming: Vec<usize>,
 }
 
 /// A node that, by what the schedule did to it, has no quorum from `from` until `to`.
@@ -276,14 +278,22 @@ impl History {
                 ));
             }
             for a in &alone {
-                if c.leaders.contains(&a.node) && c.at >= a.from + STEP_DOWN_LIMIT && c.at < a.to {
-                    found.push(format!(
-                        "{} n{} claims to lead {:.1}s after it lost its quorum",
-                        at(c.at),
-                        a.node,
-                        c.at.duration_since(a.from).as_secs_f64()
-                    ));
+                if c.at < a.from + STEP_DOWN_LIMIT || c.at >= a.to {
+                    continue;
                 }
+                let what = if c.leaders.contains(&a.node) {
+                    "claims to lead"
+                } else if c.naming.contains(&a.node) {
+                    "names a leader"
+                } else {
+                    continue;
+                };
+                found.push(format!(
+                    "{} n{} {what} {:.1}s after it lost its quorum",
+                    at(c.at),
+                    a.node,
+                    c.at.duration_since(a.from).as_secs_f64()
+                ));
             }
         }
         // The same fault seen by many answers is one finding.

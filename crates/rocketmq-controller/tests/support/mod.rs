@@ -44,18 +44,40 @@ pub async fn ask(addr: &str, cmd: RemotingCommand, limit: Duration) -> Option<Re
 
 /// Which of the nodes at `addrs` say they lead, asked all at once.
 pub async fn claims(addrs: &[String]) -> Vec<usize> {
-    let asks = addrs.iter().enumerate().map(|(i, addr)| async move {
-        let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        let answer = ask(addr, meta, Duration::from_millis(800)).await;
-        answer
-            .is_some_and(|a| a.ext("isLeader") == Some("true"))
-            .then_some(i)
-    });
-    futures::future::join_all(asks)
+    leadership(addrs)
         .await
         .into_iter()
-        .flatten()
+        .enumerate()
+        .filter(|(_, said)| said.leads)
+        .map(|(i, _)| i)
         .collect()
+}
+
+/// What a node answered to 1005 about the leadership.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Said {
+    /// `isLeader=true`.
+    pub leads: bool,
+    /// It named a leader (itself or another), the one brokers would go to.
+    pub names: bool,
+}
+
+/// What each node at `addrs` says of the leadership, asked all at once; a node that does not
+/// answer says nothing.
+pub async fn leadership(addrs: &[String]) -> Vec<Said> {
+    let asks = addrs.iter().map(|addr| async move {
+        let meta = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
+        let Some(answer) = ask(addr, meta, Duration::from_millis(800)).await else {
+            return Said::default();
+        };
+        Said {
+            leads: answer.ext("isLeader") == Some("true"),
+            names: answer
+                .ext("controllerLeaderAddress")
+                .is_some_and(|a| !a.is_empty()),
+        }
+    });
+    futures::future::join_all(asks).await
 }
 
 /// The node that alone claims to lead for `steady` on end, waited for up to `limit`.
