@@ -1,10 +1,12 @@
-//! Controller mode: NameServers that each embed a controller node (the layout of Java's
-//! `cluster-3n-namesrv-plugin`), and a broker that follows the controller protocol as a Java
-//! 5.x broker in controller mode does (ids from the controller, heartbeats to every node,
-//! elections, sync-state sets, registration with the NameServers under its role).
+//! Controller mode: a controller node's config text, NameServers that each embed a controller
+//! node (the layout of Java's `cluster-3n-namesrv-plugin`), and a broker that follows the
+//! controller protocol as a Java 5.x broker in controller mode does (ids from the controller,
+//! heartbeats to every node, elections, sync-state sets, registration with the NameServers under
+//! its role).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rocketmq_wire::body::SyncStateSet;
@@ -39,6 +41,91 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The keys that make a process one member of a controller group, as a properties file (or a
+/// NameServer's, with `enableControllerInNamesrv=true` before it) gives them:
+/// `controllerDLegerGroup`, `controllerDLegerPeers` (`n0-host:port;n1-host:port`),
+/// `controllerDLegerSelfId` and `controllerStorePath`, one a line, then the extra lines as given.
+///
+/// ```
+/// # use namesrv_testkit::ControllerProps;
+/// let props = ControllerProps::new(["127.0.0.1:9878", "127.0.0.1:9879"], 1, "/tmp/store")
+///     .group("g")
+///     .extra("scanNotActiveBrokerInterval=500\n");
+/// assert_eq!(
+///     props.to_string(),
+///     "controllerDLegerGroup=g\ncontrollerDLegerPeers=n0-127.0.0.1:9878;n1-127.0.0.1:9879\n\
+///      controllerDLegerSelfId=n1\ncontrollerStorePath=/tmp/store\nscanNotActiveBrokerInterval=500\n"
+/// );
+/// ```
+#[derive(Clone, Debug)]
+pub struct ControllerProps {
+    group: Option<String>,
+    /// `(id, address)` in the order the peer list names them.
+    peers: Vec<(usize, String)>,
+    self_id: usize,
+    store: PathBuf,
+    extra: String,
+}
+
+impl ControllerProps {
+    /// Member `n{self_index}` of a group whose members are `addrs`, `n0` first.
+    pub fn new(
+        addrs: impl IntoIterator<Item = impl fmt::Display>,
+        self_index: usize,
+        store: impl AsRef<Path>,
+    ) -> Self {
+        Self::with_ids(addrs.into_iter().enumerate(), self_index, store)
+    }
+
+    /// Member `n{self_id}` of a group whose members are `(id, address)` pairs: for a group
+    /// whose ids have gaps, as members removed or not yet added leave them.
+    pub fn with_ids(
+        members: impl IntoIterator<Item = (usize, impl fmt::Display)>,
+        self_id: usize,
+        store: impl AsRef<Path>,
+    ) -> Self {
+        ControllerProps {
+            group: None,
+            peers: members
+                .into_iter()
+                .map(|(id, addr)| (id, addr.to_string()))
+                .collect(),
+            self_id,
+            store: store.as_ref().to_path_buf(),
+            extra: String::new(),
+        }
+    }
+
+    /// Without it the key is left out, so that a test can run on the node's default group.
+    pub fn group(mut self, name: &str) -> Self {
+        self.group = Some(name.to_string());
+        self
+    }
+
+    /// Lines written as given after the group's keys, so each must end in `\n`.
+    pub fn extra(mut self, lines: &str) -> Self {
+        self.extra.push_str(lines);
+        self
+    }
+}
+
+impl fmt::Display for ControllerProps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(group) = &self.group {
+            writeln!(f, "controllerDLegerGroup={group}")?;
+        }
+        f.write_str("controllerDLegerPeers=")?;
+        for (k, (id, addr)) in self.peers.iter().enumerate() {
+            let separator = if k == 0 { "" } else { ";" };
+            write!(f, "{separator}n{id}-{addr}")?;
+        }
+        writeln!(f)?;
+        writeln!(f, "controllerDLegerSelfId=n{}", self.self_id)?;
+        writeln!(f, "controllerStorePath={}", self.store.display())?;
+        f.write_str(&self.extra)
+    }
+}
+
 /// NameServers with embedded controller nodes, on fixed ports so that a restarted node comes
 /// back where its peers and brokers expect it.
 pub struct ControllerCluster {
@@ -59,11 +146,6 @@ impl ControllerCluster {
             .map(|_| format!("127.0.0.1:{}", free_port()))
             .collect();
         let namesrv_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-        let peers: Vec<String> = controllers
-            .iter()
-            .enumerate()
-            .map(|(i, a)| format!("n{i}-{a}"))
-            .collect();
         let mut cluster = ControllerCluster {
             launch,
             homes: Vec::new(),
@@ -77,12 +159,11 @@ impl ControllerCluster {
         };
         for (i, port) in namesrv_ports.iter().enumerate() {
             let home = tempfile::tempdir().unwrap();
-            let props = format!(
-                "listenPort={port}\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=test\n\
-                 controllerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\ncontrollerStorePath={}\n{extra}",
-                peers.join(";"),
-                home.path().join("controller").display()
-            );
+            let controller =
+                ControllerProps::new(&cluster.controllers, i, home.path().join("controller"))
+                    .group("test")
+                    .extra(extra);
+            let props = format!("listenPort={port}\nenableControllerInNamesrv=true\n{controller}");
             cluster.homes.push(home);
             cluster.props.push(props);
             cluster.nodes.push(None);

@@ -9,7 +9,8 @@
 //!
 //! - `server`: a server in this process or from the binary, and calls to it with one timeout;
 //! - `broker`: a test broker's registrations and the everyday requests (KV, route, cluster info);
-//! - `controller`: NameServers embedding controller nodes, and a broker in controller mode;
+//! - `controller`: a controller node's config text, NameServers embedding controller nodes,
+//!   and a broker in controller mode;
 //! - `frames`: frames as raw bytes, well-formed or as a hostile peer writes them;
 //! - `tls`: a self-signed certificate, the properties that serve it, and clients over TLS;
 //! - `probes`: what a process holds, read from `/proc`;

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use namesrv_testkit::{request, ControllerBroker, ControllerCluster};
+use namesrv_testkit::{request, ControllerBroker, ControllerCluster, ControllerProps};
 use rocketmq_wire::codes::request::{
     CLEAN_BROKER_DATA, CONTROLLER_ALTER_SYNC_STATE_SET, CONTROLLER_APPLY_BROKER_ID,
     CONTROLLER_ELECT_MASTER, CONTROLLER_GET_METADATA_INFO, CONTROLLER_GET_NEXT_BROKER_ID,
@@ -662,12 +662,9 @@ async fn an_embedded_controller_whose_disk_fills_up_stops_while_routes_go_on() {
     }
     let _unmount = Unmount(disk.clone());
     let port = namesrv_testkit::free_port();
-    let server = MQNAMESRV.start_with(&format!(
-        "enableControllerInNamesrv=true\ncontrollerDLegerGroup=disk\n\
-         controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
-         controllerStorePath={}\n",
-        disk.join("store").display()
-    ));
+    let controller =
+        ControllerProps::new([format!("127.0.0.1:{port}")], 0, disk.join("store")).group("disk");
+    let server = MQNAMESRV.start_with(&format!("enableControllerInNamesrv=true\n{controller}"));
     let controller = format!("127.0.0.1:{port}");
     joined_at(std::slice::from_ref(&controller), "grp", "127.0.0.1:41101").await;
     let (status, _) = server.http_request("GET /readyz HTTP/1.0\r\n\r\n").await;

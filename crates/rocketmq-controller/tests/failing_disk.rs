@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use namesrv_testkit::ControllerProps;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
 
@@ -70,15 +71,8 @@ async fn a_node_whose_disk_fills_up_stops_with_an_error_instead_of_lingering() {
     };
     let port = namesrv_testkit::free_port();
     let conf = dir.path().join("controller.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "controllerDLegerGroup=disk\ncontrollerDLegerPeers=n0-127.0.0.1:{port}\n\
-             controllerDLegerSelfId=n0\ncontrollerStorePath={}\n",
-            disk.0.join("store").display()
-        ),
-    )
-    .unwrap();
+    let props = ControllerProps::new([format!("127.0.0.1:{port}")], 0, disk.0.join("store"));
+    std::fs::write(&conf, props.group("disk").to_string()).unwrap();
     let mut node = Node(
         Command::new(MQCONTROLLER)
             .arg("-c")

@@ -8,7 +8,9 @@ use support::{boot_group_with_http, one_leader, MQCONTROLLER};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use namesrv_testkit::{free_port, headless_chromium, http_get, needs, on_path, ControllerBroker};
+use namesrv_testkit::{
+    free_port, headless_chromium, http_get, needs, on_path, ControllerBroker, ControllerProps,
+};
 use serde_json::Value;
 
 struct Group {
@@ -276,12 +278,11 @@ fn try_start(conf: &str) -> std::process::Output {
 fn the_port_stays_off_unless_asked_for_and_a_mistyped_exporter_is_refused_by_name() {
     let port = free_port();
     let store = tempfile::tempdir().unwrap();
-    let base = format!(
-        "controllerDLegerPeers=n0-127.0.0.1:{}\ncontrollerDLegerSelfId=n0\ncontrollerStorePath={}\n\
-         metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n",
-        free_port(),
-        store.path().display()
-    );
+    let base = ControllerProps::new([format!("127.0.0.1:{}", free_port())], 0, store.path())
+        .extra(&format!(
+            "metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n"
+        ))
+        .to_string();
     // Java's default, DISABLE: no HTTP port, as with Java's OTLP and LOG exporters.
     for kind in [
         "",

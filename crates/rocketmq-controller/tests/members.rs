@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use namesrv_testkit::{free_port, ControllerBroker, ReplicaInfo};
+use namesrv_testkit::{free_port, ControllerBroker, ControllerProps, ReplicaInfo};
 use rocketmq_wire::body::ControllerMembers;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::headers::controller::{
@@ -55,21 +55,13 @@ impl Group {
     fn boot(&mut self, i: u64, peers: &[u64]) {
         let mut listed: BTreeSet<u64> = peers.iter().copied().collect();
         listed.insert(i);
-        let peers: Vec<String> = listed
-            .iter()
-            .map(|j| format!("n{j}-{}", self.addrs[j]))
-            .collect();
+        let members = listed.iter().map(|j| (*j as usize, &self.addrs[j]));
+        let store = self.dir.path().join(format!("store-{i}"));
+        let props = ControllerProps::with_ids(members, i as usize, store)
+            .group("members")
+            .extra(FAST);
         let conf = self.dir.path().join(format!("controller-{i}.conf"));
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup=members\ncontrollerDLegerPeers={}\n\
-                 controllerDLegerSelfId=n{i}\ncontrollerStorePath={}\n{FAST}",
-                peers.join(";"),
-                self.dir.path().join(format!("store-{i}")).display()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&conf, props.to_string()).unwrap();
         let mut command = Command::new(MQCONTROLLER);
         command.arg("-c").arg(&conf);
         let log = self.dir.path().join(format!("node-{i}.log"));

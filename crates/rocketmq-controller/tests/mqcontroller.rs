@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use namesrv_testkit::{closed_within, free_port};
+use namesrv_testkit::{closed_within, free_port, ControllerProps};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -131,16 +131,12 @@ async fn the_port_is_bounded_by_its_keys_per_address_and_for_silent_connections(
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let conf = dir.path().join("controller.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=n0\n\
-             controllerStorePath={}\ncontrollerServerMaxConnectionsPerAddress=6\n\
+    let props = ControllerProps::new([format!("127.0.0.1:{port}")], 0, dir.path().join("store"))
+        .extra(
+            "controllerServerMaxConnectionsPerAddress=6\n\
              controllerServerFirstFrameTimeoutSeconds=1\n",
-            dir.path().join("store").display()
-        ),
-    )
-    .unwrap();
+        );
+    std::fs::write(&conf, props.to_string()).unwrap();
     let (_node, addr) = start(&conf);
 
     // Six connections from this address are admitted (and closed after a second of silence);

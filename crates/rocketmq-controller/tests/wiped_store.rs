@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use namesrv_testkit::free_port;
+use namesrv_testkit::{free_port, ControllerProps};
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
 use support::ask;
@@ -50,18 +50,10 @@ impl Group {
     }
 
     fn start(&mut self, i: usize) {
-        let peers: Vec<String> = (0..3).map(|j| format!("n{j}-{}", self.addr(j))).collect();
+        let props =
+            ControllerProps::new((0..3).map(|j| self.addr(j)), i, self.store(i)).group("wiped");
         let conf = self.dir.join(format!("controller-{i}.conf"));
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup=wiped\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                 controllerStorePath={}\n",
-                peers.join(";"),
-                self.store(i).display()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&conf, props.to_string()).unwrap();
         let mut child = Command::new(MQCONTROLLER)
             .arg("-c")
             .arg(&conf)

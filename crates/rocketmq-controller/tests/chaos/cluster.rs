@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use namesrv_testkit::ControllerProps;
+
 use crate::support::net::Net;
 use crate::support::MQCONTROLLER;
 
@@ -91,26 +93,22 @@ impl Cluster {
     /// Starts node `i` (again) and waits for its boot line; an error if it exits first.
     pub fn boot(&mut self, i: usize) -> Result<(), String> {
         assert!(self.procs[i].is_none(), "n{i} already runs");
-        let peers: Vec<String> = (0..NODES)
-            .map(|j| format!("n{j}-{}", self.addr(j)))
-            .collect();
         let conf = self.dir.join(format!("controller-{i}.conf"));
         // Snapshots every 64 entries, so that schedules build, send and install them too. The
         // Java controller reads the same file (mappedFileSize and configStorePath are its keys;
         // ours ignores them).
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup=chaos\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                 controllerStorePath={}\nscanNotActiveBrokerInterval=1000\n\
-                 scanInactiveMasterInterval=1000\ncontrollerSnapshotEveryEntries=64\n\
-                 mappedFileSize=67108864\nconfigStorePath={}\n",
-                peers.join(";"),
-                self.disk(i).join("store").display(),
-                self.disk(i).join("controller.properties").display()
-            ),
+        let props = ControllerProps::new(
+            (0..NODES).map(|j| self.addr(j)),
+            i,
+            self.disk(i).join("store"),
         )
-        .unwrap();
+        .group("chaos")
+        .extra(&format!(
+            "scanNotActiveBrokerInterval=1000\nscanInactiveMasterInterval=1000\n\
+             controllerSnapshotEveryEntries=64\nmappedFileSize=67108864\nconfigStorePath={}\n",
+            self.disk(i).join("controller.properties").display()
+        ));
+        std::fs::write(&conf, props.to_string()).unwrap();
         let program = match &self.namesrv {
             Some(namesrv) => {
                 // The NameServer's own keys, then the controller's (one file, as Java's

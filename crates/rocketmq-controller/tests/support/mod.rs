@@ -28,6 +28,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use namesrv_testkit::ControllerProps;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::RemotingCommand;
@@ -146,20 +147,12 @@ pub fn boot_in_namespace(
     dir: &Path,
     extra: &str,
 ) -> Child {
-    let peers: Vec<String> = (0..nodes)
-        .map(|j| format!("n{j}-{}:{port}", net.node_ip(j)))
-        .collect();
+    let addrs = (0..nodes).map(|j| format!("{}:{port}", net.node_ip(j)));
+    let props = ControllerProps::new(addrs, i, dir.join(format!("store-{i}")))
+        .group(group)
+        .extra(extra);
     let conf = dir.join(format!("controller-{i}.conf"));
-    std::fs::write(
-        &conf,
-        format!(
-            "controllerDLegerGroup={group}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-             controllerStorePath={}\n{extra}",
-            peers.join(";"),
-            dir.join(format!("store-{i}")).display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&conf, props.to_string()).unwrap();
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", &net.ns(i), binary, "-c"])
@@ -179,26 +172,17 @@ pub fn boot_group_with_http(
     let loopback = |_| format!("127.0.0.1:{}", namesrv_testkit::free_port());
     let controllers: Vec<String> = (0..n).map(loopback).collect();
     let http: Vec<String> = (0..n).map(loopback).collect();
-    let peers: Vec<String> = controllers
-        .iter()
-        .enumerate()
-        .map(|(i, a)| format!("n{i}-{a}"))
-        .collect();
     let mut nodes = Vec::new();
     for (i, http) in http.iter().enumerate() {
         let conf = dir.join(format!("controller-{i}.conf"));
         let port = http.rsplit(':').next().unwrap();
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup={group}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                 controllerStorePath={}\nmetricsExporterType=PROM\n\
-                 metricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={port}\n{extra}",
-                peers.join(";"),
-                dir.join(format!("store-{i}")).display()
-            ),
-        )
-        .unwrap();
+        let props = ControllerProps::new(&controllers, i, dir.join(format!("store-{i}")))
+            .group(group)
+            .extra(&format!(
+                "metricsExporterType=PROM\nmetricsPromExporterHost=127.0.0.1\n\
+                 metricsPromExporterPort={port}\n{extra}"
+            ));
+        std::fs::write(&conf, props.to_string()).unwrap();
         let mut command = Command::new(MQCONTROLLER);
         command.arg("-c").arg(&conf);
         let log = dir.join(format!("node-{i}.log"));
