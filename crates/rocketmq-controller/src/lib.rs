@@ -11,7 +11,8 @@
 //! - `forward`: the one task and connection that pass followers' heartbeats on to the leader;
 //! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;
 //! - `replicated`: the replicated state machine (broker ids, masters, sync-state sets) and its rules;
-//! - `raft`: openraft around that state: the redb log and snapshots, the transport between nodes;
+//! - `raft`: openraft around that state, on `rocketmq_raft`'s redb log and snapshots and its
+//!   transport between nodes: the group's type configuration and request codes;
 //! - `notify`: NOTIFY_BROKER_ROLE_CHANGED (1008) to a group's brokers when its master changes;
 //! - `recent`: the elections and leadership changes the status page lists;
 //! - [`metrics`], [`page`]: the node's Prometheus series and status-page section, which the

@@ -15,13 +15,12 @@ use crate::config::ControllerConfig;
 use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
-use crate::raft::codes;
-use crate::raft::network::{Answered, Network};
-use crate::raft::store::{self, Applied, LogStore, StateMachine};
-use crate::raft::Raft;
+use crate::raft::{codes, Applied, LogStore, Network, Raft, StateMachine, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, GroupView, RoleChange};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use rocketmq_raft::network::Answered;
+use rocketmq_raft::store;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
@@ -159,7 +158,7 @@ impl Controller {
         let raft_cfg = Arc::new(raft_config(&config).validate()?);
         let peer_ips = resolve_peers(&config).await;
         let source = resolve(&config.self_peer().addr).await.into_iter().next();
-        let network = Network::new(source);
+        let network = Network::new(source, RAFT_CODES);
         let answered = network.answered();
         let raft = Raft::new(node_id, raft_cfg, network, log, sm).await?;
         let lease = raft_timing(&config).1;

@@ -1,8 +1,10 @@
 //! Raft messages between our nodes travel as remoting frames on the peer port (the port brokers
-//! use), with private request codes and JSON bodies, so a controller node needs one port as
-//! Java's does.
+//! and clients use), with private request codes and JSON bodies, so a node needs no port of its
+//! own for them, as Java's controller needs none. The receiving side is the user's: its request
+//! handler passes a frame under one of its [`Codes`](crate::Codes) to its `openraft::Raft`.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,31 +22,45 @@ use rocketmq_wire::RemotingCommand;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::codes;
-use super::TypeConfig;
-
-type NodeId = u64;
+use crate::{Codes, Config, NodeId};
 
 /// Connections to peers, from the node's own address (peers accept Raft traffic only from the
 /// addresses the group lists), kept and shared: openraft asks for a fresh client for every
 /// linearizable read and every election, and each would otherwise open a connection of its own.
-#[derive(Clone, Default)]
-pub struct Network {
+pub struct Network<C> {
     source: Option<std::net::IpAddr>,
+    codes: Codes,
     pool: Arc<Mutex<HashMap<String, Client>>>,
     answered: Answered,
+    config: PhantomData<fn() -> C>,
+}
+
+// Derived, this would ask the same of the type configuration, which only names types.
+impl<C> Clone for Network<C> {
+    fn clone(&self) -> Self {
+        Network {
+            source: self.source,
+            codes: self.codes,
+            pool: self.pool.clone(),
+            answered: self.answered.clone(),
+            config: PhantomData,
+        }
+    }
 }
 
 /// When each peer address last answered a Raft request: the leader's view of who it reaches,
 /// for the status page and the metrics.
 pub type Answered = Arc<Mutex<HashMap<String, std::time::Instant>>>;
 
-impl Network {
-    pub fn new(source: Option<std::net::IpAddr>) -> Self {
+impl<C> Network<C> {
+    /// A group's traffic, sent under its `codes` from the node's own address `source`.
+    pub fn new(source: Option<std::net::IpAddr>, codes: Codes) -> Self {
         Network {
             source,
+            codes,
             pool: Arc::default(),
             answered: Arc::default(),
+            config: PhantomData,
         }
     }
 
@@ -53,24 +69,28 @@ impl Network {
     }
 }
 
-impl RaftNetworkFactory<TypeConfig> for Network {
-    type Network = PeerLink;
+impl<C: Config> RaftNetworkFactory<C> for Network<C> {
+    type Network = PeerLink<C>;
 
     async fn new_client(&mut self, _target: NodeId, node: &BasicNode) -> Self::Network {
         PeerLink {
             addr: node.addr.clone(),
             source: self.source,
+            codes: self.codes,
             pool: self.pool.clone(),
             answered: self.answered.clone(),
+            config: PhantomData,
         }
     }
 }
 
-pub struct PeerLink {
+pub struct PeerLink<C> {
     addr: String,
     source: Option<std::net::IpAddr>,
+    codes: Codes,
     pool: Arc<Mutex<HashMap<String, Client>>>,
     answered: Answered,
+    config: PhantomData<fn() -> C>,
 }
 
 /// How a call failed before the peer could answer.
@@ -79,7 +99,7 @@ enum Failure {
     Network(String),
 }
 
-impl PeerLink {
+impl<C> PeerLink<C> {
     async fn call<Req: Serialize, Resp: DeserializeOwned>(
         &mut self,
         code: i32,
@@ -145,28 +165,28 @@ fn settle<T, E: std::error::Error>(
     }
 }
 
-impl RaftNetwork<TypeConfig> for PeerLink {
+impl<C: Config> RaftNetwork<C> for PeerLink<C> {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        rpc: AppendEntriesRequest<C>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         settle(
-            self.call(codes::RAFT_APPEND_ENTRIES, &rpc, option.hard_ttl())
+            self.call(self.codes.append_entries, &rpc, option.hard_ttl())
                 .await,
         )
     }
 
     async fn install_snapshot(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        rpc: InstallSnapshotRequest<C>,
         option: RPCOption,
     ) -> Result<
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
         settle(
-            self.call(codes::RAFT_INSTALL_SNAPSHOT, &rpc, option.hard_ttl())
+            self.call(self.codes.install_snapshot, &rpc, option.hard_ttl())
                 .await,
         )
     }
@@ -176,6 +196,6 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        settle(self.call(codes::RAFT_VOTE, &rpc, option.hard_ttl()).await)
+        settle(self.call(self.codes.vote, &rpc, option.hard_ttl()).await)
     }
 }

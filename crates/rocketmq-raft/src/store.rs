@@ -5,6 +5,7 @@
 
 use std::fmt::Debug;
 use std::io::Cursor;
+use std::marker::PhantomData;
 use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::Arc;
@@ -12,14 +13,13 @@ use std::sync::Arc;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine, Snapshot};
 use openraft::{
     AnyError, Entry, EntryPayload, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder,
-    SnapshotMeta, StorageError, StorageIOError, StoredMembership, Vote,
+    RaftTypeConfig, SnapshotMeta, StorageError, StorageIOError, StoredMembership, Vote,
 };
 use parking_lot::RwLock;
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::TypeConfig;
-use crate::replicated::{CommandReply, ControllerState};
+use crate::{Config, Machine, NodeId};
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -28,7 +28,6 @@ const COMMITTED: &str = "committed";
 const PURGED: &str = "last_purged";
 const SNAPSHOT: &str = "snapshot";
 
-type NodeId = u64;
 type StoreResult<T> = Result<T, StorageError<NodeId>>;
 
 fn io_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
@@ -103,22 +102,32 @@ fn put_snapshot_if_newer(db: &Database, snapshot: StoredSnapshot) -> StoreResult
     Ok(stored)
 }
 
-#[derive(Clone)]
-pub struct LogStore {
+pub struct LogStore<C> {
     db: Arc<Database>,
+    config: PhantomData<fn() -> C>,
 }
 
-impl LogStore {
-    pub fn new(db: Arc<Database>) -> Self {
-        LogStore { db }
+// Derived, this would ask the same of the type configuration, which only names types.
+impl<C> Clone for LogStore<C> {
+    fn clone(&self) -> Self {
+        LogStore::new(self.db.clone())
     }
 }
 
-impl RaftLogReader<TypeConfig> for LogStore {
+impl<C> LogStore<C> {
+    pub fn new(db: Arc<Database>) -> Self {
+        LogStore {
+            db,
+            config: PhantomData,
+        }
+    }
+}
+
+impl<C: Config> RaftLogReader<C> for LogStore<C> {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> StoreResult<Vec<Entry<TypeConfig>>> {
+    ) -> StoreResult<Vec<Entry<C>>> {
         let db = self.db.clone();
         let start = range.start_bound().cloned();
         let end = range.end_bound().cloned();
@@ -136,10 +145,10 @@ impl RaftLogReader<TypeConfig> for LogStore {
     }
 }
 
-impl RaftLogStorage<TypeConfig> for LogStore {
-    type LogReader = LogStore;
+impl<C: Config> RaftLogStorage<C> for LogStore<C> {
+    type LogReader = LogStore<C>;
 
-    async fn get_log_state(&mut self) -> StoreResult<LogState<TypeConfig>> {
+    async fn get_log_state(&mut self) -> StoreResult<LogState<C>> {
         let db = self.db.clone();
         blocking(move || {
             let last_purged: Option<LogId<NodeId>> = get_meta(&db, PURGED)?;
@@ -147,8 +156,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             let table = tx.open_table(LOG).map_err(read_error)?;
             let last = match table.last().map_err(read_error)? {
                 Some((_, v)) => {
-                    let entry: Entry<TypeConfig> =
-                        serde_json::from_slice(v.value()).map_err(read_error)?;
+                    let entry: Entry<C> = serde_json::from_slice(v.value()).map_err(read_error)?;
                     Some(entry.log_id)
                 }
                 None => last_purged,
@@ -185,9 +193,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         blocking(move || Ok(get_meta::<Option<LogId<NodeId>>>(&db, COMMITTED)?.flatten())).await
     }
 
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> StoreResult<()>
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<C>) -> StoreResult<()>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I: IntoIterator<Item = Entry<C>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let mut encoded = Vec::new();
@@ -250,12 +258,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 }
 
-/// What the state machine holds, and what a snapshot carries.
+/// What the state machine holds, and what a snapshot carries (as JSON, under these field names:
+/// stored snapshots are read back with them).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Applied {
+pub struct Applied<M> {
     pub last_applied: Option<LogId<NodeId>>,
     pub membership: StoredMembership<NodeId, openraft::BasicNode>,
-    pub state: ControllerState,
+    pub state: M,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -266,13 +275,22 @@ struct StoredSnapshot {
 
 /// The state machine: shared with the request handlers, which read it directly (reads go
 /// through the leader's linearizable check first).
-#[derive(Clone)]
-pub struct StateMachine {
+pub struct StateMachine<M> {
     db: Arc<Database>,
-    applied: Arc<RwLock<Applied>>,
+    applied: Arc<RwLock<Applied<M>>>,
 }
 
-impl StateMachine {
+// Derived, this would ask the state itself to be Clone; clones share it.
+impl<M> Clone for StateMachine<M> {
+    fn clone(&self) -> Self {
+        StateMachine {
+            db: self.db.clone(),
+            applied: self.applied.clone(),
+        }
+    }
+}
+
+impl<M: Machine> StateMachine<M> {
     /// Loads the latest snapshot, if any, as the starting state.
     pub fn open(db: Arc<Database>) -> anyhow::Result<Self> {
         let applied = match get_meta::<StoredSnapshot>(&db, SNAPSHOT)? {
@@ -285,13 +303,13 @@ impl StateMachine {
         })
     }
 
-    pub fn shared(&self) -> Arc<RwLock<Applied>> {
+    pub fn shared(&self) -> Arc<RwLock<Applied<M>>> {
         self.applied.clone()
     }
 }
 
-impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
-    async fn build_snapshot(&mut self) -> StoreResult<Snapshot<TypeConfig>> {
+impl<M: Machine> RaftSnapshotBuilder<M::C> for StateMachine<M> {
+    async fn build_snapshot(&mut self) -> StoreResult<Snapshot<M::C>> {
         let (data, last, membership) = {
             let applied = self.applied.read();
             (
@@ -320,8 +338,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     }
 }
 
-impl RaftStateMachine<TypeConfig> for StateMachine {
-    type SnapshotBuilder = StateMachine;
+impl<M: Machine> RaftStateMachine<M::C> for StateMachine<M> {
+    type SnapshotBuilder = StateMachine<M>;
 
     async fn applied_state(
         &mut self,
@@ -333,9 +351,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((applied.last_applied, applied.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> StoreResult<Vec<CommandReply>>
+    async fn apply<I>(&mut self, entries: I) -> StoreResult<Vec<<M::C as RaftTypeConfig>::R>>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I: IntoIterator<Item = Entry<M::C>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let mut applied = self.applied.write();
@@ -343,11 +361,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             applied.last_applied = Some(entry.log_id);
             match entry.payload {
-                EntryPayload::Blank => replies.push(CommandReply::default()),
+                EntryPayload::Blank => replies.push(Default::default()),
                 EntryPayload::Normal(cmd) => replies.push(applied.state.apply(&cmd)),
                 EntryPayload::Membership(m) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), m);
-                    replies.push(CommandReply::default());
+                    replies.push(Default::default());
                 }
             }
         }
@@ -368,7 +386,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> StoreResult<()> {
         let data = snapshot.into_inner();
-        let mut installed: Applied = serde_json::from_slice(&data).map_err(read_error)?;
+        let mut installed: Applied<M> = serde_json::from_slice(&data).map_err(read_error)?;
         installed.last_applied = meta.last_log_id;
         installed.membership = meta.last_membership.clone();
         let stored = StoredSnapshot {
@@ -381,12 +399,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         *self.applied.write() = installed;
         tracing::info!(
             upto = ?meta.last_log_id,
-            "installed a snapshot of the controller state sent by the leader"
+            "installed a snapshot of {} sent by the leader",
+            M::NAME
         );
         Ok(())
     }
 
-    async fn get_current_snapshot(&mut self) -> StoreResult<Option<Snapshot<TypeConfig>>> {
+    async fn get_current_snapshot(&mut self) -> StoreResult<Option<Snapshot<M::C>>> {
         let db = self.db.clone();
         let stored: Option<StoredSnapshot> = blocking(move || get_meta(&db, SNAPSHOT)).await?;
         Ok(stored.map(|s| Snapshot {
@@ -403,11 +422,37 @@ mod tests {
 
     use super::*;
 
+    openraft::declare_raft_types!(
+        /// A running sum: every entry adds its number and answers the new total.
+        Toy:
+            D = u64,
+            R = u64,
+            NodeId = u64,
+            Node = openraft::BasicNode,
+            Entry = openraft::Entry<Toy>,
+            SnapshotData = Cursor<Vec<u8>>,
+    );
+
+    #[derive(Default, Serialize, Deserialize)]
+    struct Sum(u64);
+
+    impl Machine for Sum {
+        type C = Toy;
+        const NAME: &'static str = "the sum";
+
+        fn apply(&mut self, add: &u64) -> u64 {
+            self.0 += add;
+            self.0
+        }
+    }
+
     /// A fresh store in a directory of its own, kept as long as the suite uses it.
     struct Fresh;
 
-    impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Fresh {
-        async fn build(&self) -> StoreResult<(tempfile::TempDir, LogStore, StateMachine)> {
+    impl StoreBuilder<Toy, LogStore<Toy>, StateMachine<Sum>, tempfile::TempDir> for Fresh {
+        async fn build(
+            &self,
+        ) -> StoreResult<(tempfile::TempDir, LogStore<Toy>, StateMachine<Sum>)> {
             let dir = tempfile::tempdir().map_err(io_error)?;
             let db = open(dir.path()).map_err(io_error)?;
             let sm = StateMachine::open(db.clone()).map_err(io_error)?;
@@ -418,6 +463,35 @@ mod tests {
     #[test]
     fn the_store_passes_openraft_s_own_storage_suite() {
         Suite::test_all(Fresh).unwrap();
+    }
+
+    fn entry(index: u64, payload: EntryPayload<Toy>) -> Entry<Toy> {
+        Entry {
+            log_id: LogId::new(LeaderId::new(1, 0), index),
+            payload,
+        }
+    }
+
+    /// The machine answers its own commands, the default the rest, and a node that starts again
+    /// from the snapshot holds what it had applied.
+    #[tokio::test]
+    async fn the_machine_s_state_survives_a_restart_through_its_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path()).unwrap();
+        let mut sm = StateMachine::<Sum>::open(db.clone()).unwrap();
+        let entries = vec![
+            entry(1, EntryPayload::Blank),
+            entry(2, EntryPayload::Normal(5)),
+            entry(3, EntryPayload::Normal(7)),
+        ];
+        assert_eq!(sm.apply(entries).await.unwrap(), [0, 5, 12]);
+        sm.build_snapshot().await.unwrap();
+        drop(sm);
+        let restarted = StateMachine::<Sum>::open(db).unwrap();
+        let applied = restarted.shared();
+        let applied = applied.read();
+        assert_eq!(applied.state.0, 12);
+        assert_eq!(applied.last_applied.map(|l| l.index), Some(3));
     }
 
     fn snapshot_at(index: u64) -> StoredSnapshot {

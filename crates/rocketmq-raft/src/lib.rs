@@ -1,0 +1,71 @@
+//! The openraft plumbing a replicated group of our nodes runs on, whatever its state: the
+//! controller's group is one user, and the NameServers' KV config is to be another. A user
+//! declares its own openraft type configuration and implements [`Machine`] for its state; this
+//! crate keeps that state and the log durable and carries the Raft traffic between nodes.
+//!
+//! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
+//!   machine rebuilt from them;
+//! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`].
+
+// The error types are openraft's, fixed by the traits implemented here; boxing them locally
+// would only add a conversion at every boundary.
+#![allow(clippy::result_large_err)]
+
+pub mod network;
+pub mod store;
+
+use std::io::Cursor;
+
+use openraft::{BasicNode, Entry, RaftTypeConfig};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use network::Network;
+pub use store::{Applied, LogStore, StateMachine};
+
+/// Members are numbered; a member's address is its peer address.
+pub type NodeId = u64;
+
+/// The type configurations this crate serves: the log and the snapshots are stored as JSON, and a
+/// snapshot travels whole, as one buffer.
+pub trait Config:
+    RaftTypeConfig<
+    NodeId = NodeId,
+    Node = BasicNode,
+    Entry = Entry<Self>,
+    SnapshotData = Cursor<Vec<u8>>,
+>
+{
+}
+
+impl<C> Config for C where
+    C: RaftTypeConfig<
+        NodeId = NodeId,
+        Node = BasicNode,
+        Entry = Entry<C>,
+        SnapshotData = Cursor<Vec<u8>>,
+    >
+{
+}
+
+/// A replicated state: it starts empty, is snapshotted as JSON, and applying a log entry's
+/// command to it is deterministic, so every member that applies the same log holds the same
+/// state. Entries that carry no command (a new leader's blank entry, a membership change) are
+/// answered with the reply's default.
+pub trait Machine: Default + Serialize + DeserializeOwned + Send + Sync + 'static {
+    type C: Config<R: Default>;
+
+    /// What the node's log lines call this state ("the controller state").
+    const NAME: &'static str;
+
+    fn apply(&mut self, cmd: &<Self::C as RaftTypeConfig>::D) -> <Self::C as RaftTypeConfig>::R;
+}
+
+/// The request codes a group's Raft traffic travels under on the peer port: each group has its
+/// own, so that two groups can share a port and a node tell their traffic apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Codes {
+    pub append_entries: i32,
+    pub vote: i32,
+    pub install_snapshot: i32,
+}
