@@ -93,6 +93,20 @@ pub struct PeerLink<C> {
     config: PhantomData<fn() -> C>,
 }
 
+/// Which connection a call goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// The kept one, opened if there is none.
+    Kept,
+    /// A new one, which then replaces the kept one. For votes: an election follows a spell in
+    /// which the leader was not heard, and a kept connection may have lost packets then; TCP
+    /// retransmits them only after its backed-off timeout (seconds after a slow or lossy spell),
+    /// while the vote's own timeout is the election timeout, so on such a connection the first
+    /// election after the network heals fails. Elections are rare: a connection each costs
+    /// nothing.
+    Fresh,
+}
+
 /// How a call failed before the peer could answer.
 enum Failure {
     Unreachable(String),
@@ -105,9 +119,13 @@ impl<C> PeerLink<C> {
         code: i32,
         req: &Req,
         timeout: Duration,
+        link: Link,
     ) -> Result<Resp, Failure> {
         let body = serde_json::to_vec(req).map_err(|e| Failure::Network(e.to_string()))?;
-        let pooled = self.pool.lock().get(&self.addr).cloned();
+        let pooled = match link {
+            Link::Kept => self.pool.lock().get(&self.addr).cloned(),
+            Link::Fresh => None,
+        };
         let client = match pooled {
             Some(c) => c,
             None => {
@@ -172,8 +190,13 @@ impl<C: Config> RaftNetwork<C> for PeerLink<C> {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         settle(
-            self.call(self.codes.append_entries, &rpc, option.hard_ttl())
-                .await,
+            self.call(
+                self.codes.append_entries,
+                &rpc,
+                option.hard_ttl(),
+                Link::Kept,
+            )
+            .await,
         )
     }
 
@@ -186,8 +209,13 @@ impl<C: Config> RaftNetwork<C> for PeerLink<C> {
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
         settle(
-            self.call(self.codes.install_snapshot, &rpc, option.hard_ttl())
-                .await,
+            self.call(
+                self.codes.install_snapshot,
+                &rpc,
+                option.hard_ttl(),
+                Link::Kept,
+            )
+            .await,
         )
     }
 
@@ -196,6 +224,9 @@ impl<C: Config> RaftNetwork<C> for PeerLink<C> {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        settle(self.call(self.codes.vote, &rpc, option.hard_ttl()).await)
+        settle(
+            self.call(self.codes.vote, &rpc, option.hard_ttl(), Link::Fresh)
+                .await,
+        )
     }
 }
