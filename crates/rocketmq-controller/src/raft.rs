@@ -2,19 +2,11 @@
 //! of the controller's group. The log and snapshot store and the transport between nodes are
 //! `rocketmq_raft`'s, which the controller's state plugs into as a [`rocketmq_raft::Machine`].
 
-use std::io::Cursor;
-
 use crate::replicated::{Command, CommandReply, ControllerState};
 
-openraft::declare_raft_types!(
+rocketmq_raft::declare_config!(
     /// Log entries are controller commands; applying one answers the request it carries.
-    pub TypeConfig:
-        D = Command,
-        R = CommandReply,
-        NodeId = u64,
-        Node = openraft::BasicNode,
-        Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+    pub TypeConfig: D = Command, R = CommandReply
 );
 
 pub type Raft = openraft::Raft<TypeConfig>;

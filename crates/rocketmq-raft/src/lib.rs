@@ -61,6 +61,28 @@ pub trait Machine: Default + Serialize + DeserializeOwned + Send + Sync + 'stati
     fn apply(&mut self, cmd: &<Self::C as RaftTypeConfig>::D) -> <Self::C as RaftTypeConfig>::R;
 }
 
+/// Declares an openraft type configuration of the kind this crate serves ([`Config`]): only the
+/// command an entry carries (`D`) and the reply applying it gives (`R`) are the group's own.
+#[macro_export]
+macro_rules! declare_config {
+    ($(#[$attr:meta])* $vis:vis $name:ident: D = $d:ty, R = $r:ty $(,)?) => {
+        $crate::openraft::declare_raft_types!(
+            $(#[$attr])*
+            $vis $name:
+                D = $d,
+                R = $r,
+                NodeId = $crate::NodeId,
+                Node = $crate::openraft::BasicNode,
+                Entry = $crate::openraft::Entry<$name>,
+                SnapshotData = std::io::Cursor<Vec<u8>>,
+        );
+    };
+}
+
+// For `declare_config!`, whose expansion names openraft through this crate.
+#[doc(hidden)]
+pub use openraft;
+
 /// The request codes a group's Raft traffic travels under on the peer port: each group has its
 /// own, so that two groups can share a port and a node tell their traffic apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

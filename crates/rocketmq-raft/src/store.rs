@@ -422,15 +422,9 @@ mod tests {
 
     use super::*;
 
-    openraft::declare_raft_types!(
+    crate::declare_config!(
         /// A running sum: every entry adds its number and answers the new total.
-        Toy:
-            D = u64,
-            R = u64,
-            NodeId = u64,
-            Node = openraft::BasicNode,
-            Entry = openraft::Entry<Toy>,
-            SnapshotData = Cursor<Vec<u8>>,
+        Toy: D = u64, R = u64
     );
 
     #[derive(Default, Serialize, Deserialize)]
