@@ -1,6 +1,8 @@
 //! What changed recently, for people: brokers joining, leaving and expiring, topics created and
-//! deleted, write permission changes, KV writes and config updates. A bounded ring, newest
-//! last; the status page shows it newest first.
+//! deleted, write permission changes, KV writes and config updates. Bounded, and shown newest
+//! first. When full, the kind holding the most events gives up its oldest: a restart storm's
+//! thousands of joins and leaves cannot push out the one stale unregistration or KV write a
+//! person came to look for.
 
 use std::collections::VecDeque;
 
@@ -16,6 +18,7 @@ pub const EVENTS_KEPT: usize = 300;
 const TEXT_MAX: usize = 160;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
 pub enum EventKind {
     BrokerJoined,
     BrokerLeft,
@@ -29,6 +32,8 @@ pub enum EventKind {
     KvDeleted,
     ConfigUpdated,
 }
+
+const KINDS: usize = EventKind::ConfigUpdated as usize + 1;
 
 impl EventKind {
     /// The name the JSON endpoint gives it.
@@ -96,7 +101,15 @@ fn clip(mut s: String) -> String {
 }
 
 #[derive(Default)]
-pub struct EventLog(Mutex<VecDeque<Event>>);
+pub struct EventLog(Mutex<Kept>);
+
+/// One queue per kind, oldest first, each event with its place in the order of recording.
+#[derive(Default)]
+struct Kept {
+    by_kind: [VecDeque<(u64, Event)>; KINDS],
+    len: usize,
+    next: u64,
+}
 
 impl EventLog {
     pub fn record(&self, event: Event) {
@@ -104,18 +117,30 @@ impl EventLog {
     }
 
     pub fn extend(&self, events: impl IntoIterator<Item = Event>) {
-        let mut log = self.0.lock();
+        let mut kept = self.0.lock();
         for event in events {
-            if log.len() == EVENTS_KEPT {
-                log.pop_front();
+            if kept.len == EVENTS_KEPT {
+                let fullest = kept
+                    .by_kind
+                    .iter_mut()
+                    .max_by_key(|q| q.len())
+                    .expect("there are kinds");
+                fullest.pop_front();
+                kept.len -= 1;
             }
-            log.push_back(event);
+            let seq = kept.next;
+            kept.next += 1;
+            kept.by_kind[event.kind as usize].push_back((seq, event));
+            kept.len += 1;
         }
     }
 
     /// Every kept event, newest first.
     pub fn newest_first(&self) -> Vec<Event> {
-        self.0.lock().iter().rev().cloned().collect()
+        let kept = self.0.lock();
+        let mut all: Vec<&(u64, Event)> = kept.by_kind.iter().flatten().collect();
+        all.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+        all.into_iter().map(|(_, e)| e.clone()).collect()
     }
 }
 
@@ -176,6 +201,46 @@ mod tests {
         assert_eq!(kept.len(), EVENTS_KEPT);
         assert_eq!(kept[0].what, format!("k{}", EVENTS_KEPT + 19));
         assert_eq!(kept.last().unwrap().what, "k20");
+    }
+
+    #[test]
+    fn a_churning_kind_gives_up_its_own_oldest_events_before_a_rare_one_goes() {
+        let log = EventLog::default();
+        log.record(Event::new(
+            EventKind::StaleUnregistrationIgnored,
+            "rare",
+            "",
+        ));
+        log.record(Event::new(EventKind::KvPut, "k", ""));
+        for i in 0..10 * EVENTS_KEPT {
+            let kind = if i % 2 == 0 {
+                EventKind::BrokerJoined
+            } else {
+                EventKind::BrokerLeft
+            };
+            log.record(Event::new(kind, format!("b{i}"), ""));
+        }
+        let kept = log.newest_first();
+        assert_eq!(kept.len(), EVENTS_KEPT);
+        assert_eq!(kept[0].what, format!("b{}", 10 * EVENTS_KEPT - 1));
+        let tail: Vec<_> = kept[EVENTS_KEPT - 2..]
+            .iter()
+            .map(|e| e.what.as_str())
+            .collect();
+        assert_eq!(
+            tail,
+            ["k", "rare"],
+            "the rare ones stay, in their place in time"
+        );
+        let joins = kept
+            .iter()
+            .filter(|e| e.kind == EventKind::BrokerJoined)
+            .count();
+        let leaves = kept
+            .iter()
+            .filter(|e| e.kind == EventKind::BrokerLeft)
+            .count();
+        assert_eq!((joins, leaves), (149, 149));
     }
 
     #[test]
