@@ -20,6 +20,7 @@ use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT
 use crate::node::{response, ConsensusError, Controller};
 use crate::raft::codes;
 use crate::replicated::{header_fields, Command, CommandReply};
+use rocketmq_raft::group::Served;
 
 /// Header fields a request may carry in all: names, addresses and check codes are short.
 const MAX_HEADER_BYTES: usize = 16 * 1024;
@@ -196,17 +197,19 @@ pub async fn handle(
             Ok(()) => ResponseDraft::ok(),
             Err(why) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
         },
-        codes::RAFT_APPEND_ENTRIES => raft_call(req, |rpc| controller.append_entries(rpc)).await,
-        codes::RAFT_VOTE => vote(controller, req).await,
-        codes::GROUP_PROBE => {
-            let probe = crate::node::GroupProbe {
-                applied: controller.applied_index(),
-                term: controller.current_term(),
-            };
-            ResponseDraft::ok().body(serde_json::to_vec(&probe).unwrap_or_default())
-        }
-        codes::RAFT_INSTALL_SNAPSHOT => {
-            raft_call(req, |rpc| controller.raft().install_snapshot(rpc)).await
+        codes::RAFT_APPEND_ENTRIES
+        | codes::RAFT_VOTE
+        | codes::RAFT_INSTALL_SNAPSHOT
+        | codes::GROUP_PROBE => {
+            match controller
+                .group()
+                .serve(req.code, req.body.as_deref())
+                .await
+            {
+                Some(Served::Answer(body)) => ResponseDraft::ok().body(body),
+                Some(Served::Refused(why)) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
+                Some(Served::Malformed) | None => invalid("malformed raft message"),
+            }
         }
         other => ResponseDraft::code(
             response::REQUEST_CODE_NOT_SUPPORTED,
@@ -411,47 +414,4 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Re
         controller.after_election(h.broker_name, &cause, reply);
     }
     reply_of(result)
-}
-
-/// A vote request. A node that lost its store would, with its empty log, vote for any
-/// candidate, one that lacks committed entries included, and it has forgotten whom it voted
-/// for: until it has caught up it votes only for a candidate whose log reaches what the group
-/// had applied when it asked (which any member that outlived the loss has).
-async fn vote(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
-    if let Some(rejoin) = controller.rejoin_state() {
-        let asked = req
-            .body
-            .as_deref()
-            .and_then(|b| serde_json::from_slice::<openraft::raft::VoteRequest<u64>>(b).ok());
-        let term = asked.as_ref().map_or(0, |v| v.vote.leader_id.term);
-        let last = asked.and_then(|v| v.last_log_id).map(|l| l.index);
-        if let Some(why) = rejoin.refuses_vote(term, last) {
-            return ResponseDraft::code(response::SYSTEM_ERROR, why);
-        }
-    }
-    raft_call(req, |rpc| controller.raft().vote(rpc)).await
-}
-
-/// A Raft message from another node of the group: the answer's body is the JSON of the local
-/// Raft's result, error included, for the sender to hand back to its own Raft.
-async fn raft_call<Req, Resp, E, F, Fut>(req: &RemotingCommand, call: F) -> ResponseDraft
-where
-    Req: serde::de::DeserializeOwned,
-    Resp: serde::Serialize,
-    E: serde::Serialize,
-    F: FnOnce(Req) -> Fut,
-    Fut: std::future::Future<Output = Result<Resp, E>>,
-{
-    let Some(rpc) = req
-        .body
-        .as_deref()
-        .and_then(|b| serde_json::from_slice::<Req>(b).ok())
-    else {
-        return invalid("malformed raft message");
-    };
-    let result = call(rpc).await;
-    match serde_json::to_vec(&result) {
-        Ok(body) => ResponseDraft::ok().body(body),
-        Err(e) => ResponseDraft::code(response::SYSTEM_ERROR, &e.to_string()),
-    }
 }

@@ -6,7 +6,8 @@
 //! - [`config`]: Java's `ControllerConfig` keys, so a Java controller config file works unchanged;
 //! - `server`: the peer port (brokers, admin tools, other nodes), bounded like the NameServer's;
 //! - `handler`: the controller's requests, one `match` over the request code;
-//! - `node`: one node: its Raft member, its heartbeat table and a leader's background duties;
+//! - `node`: one node: its part in the group (`rocketmq_raft::Group`), its heartbeat table and a
+//!   leader's background duties;
 //! - `members`: adding, removing and listing the group's own members, and handing on its leadership;
 //! - `forward`: the one task and connection that pass followers' heartbeats on to the leader;
 //! - `heartbeat`: which brokers this node hears from, kept per node since liveness is not state;

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use rocketmq_wire::body::{ControllerMember, ControllerMembers};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
-use crate::node::{probe, resolve, response, Controller};
+use crate::node::{resolve, response, Controller};
 use crate::raft::codes;
 
 /// How long an added node may take to catch up with the leader's log before it is made a voter.
@@ -167,13 +166,6 @@ impl Controller {
             .collect()
     }
 
-    /// Whether this node is in the membership as a learner (added, not yet a voter).
-    pub(crate) fn is_learner(&self) -> bool {
-        let id = self.config.read().self_node_id();
-        let members = self.membership();
-        members.nodes.contains_key(&id) && !members.voters.contains(&id)
-    }
-
     /// Keeps the trusted addresses (`is_peer`, the port's reserve) those of the membership,
     /// once the node has one: a node added at a new address must be heard, and one removed
     /// no longer speaks for the group. Looked at whenever openraft reports its metrics.
@@ -313,7 +305,7 @@ impl Controller {
             .map(|id| async move {
                 let close = self.lag_of(*id).is_some_and(|lag| lag <= CAUGHT_UP_LAG);
                 let addr = members.nodes.get(id)?;
-                (close && probe(addr, self.source).await.is_some()).then_some(*id)
+                (close && self.group().probe(addr).await.is_some()).then_some(*id)
             });
         let mut healthy: BTreeSet<u64> = futures::future::join_all(checks)
             .await
@@ -455,7 +447,7 @@ impl Controller {
                 // and it goes on sending heartbeats until it has stepped down, a moment after
                 // the change was answered.
                 let wait = self.lease_of_followers();
-                let source = self.source;
+                let source = self.group().source();
                 let mut metrics = self.raft().metrics();
                 tokio::spawn(async move {
                     let stepped_down = async {
@@ -505,20 +497,17 @@ impl Controller {
         let addr = members.nodes[&id].clone();
         // This leader grants the successor its vote only once its lease of itself, dated from
         // its election, has run out; until then it goes on serving.
-        let lease_of_self = 2 * self.lease + Duration::from_millis(50);
-        let led_for = self
-            .leader_since
-            .lock()
-            .map_or(Duration::ZERO, |t| t.elapsed());
+        let lease_of_self = 2 * self.group().lease() + Duration::from_millis(50);
+        let led_for = self.group().leading_for().unwrap_or(Duration::ZERO);
         if led_for < lease_of_self {
             tokio::time::sleep(lease_of_self - led_for).await;
             self.lead()?;
         }
-        self.transferring.store(true, Ordering::SeqCst);
+        self.group().set_transferring(true);
         self.raft().runtime_config().heartbeat(false);
         let outcome = self.hand_over(id, name, &addr, members.voters.len()).await;
         self.raft().runtime_config().heartbeat(true);
-        self.transferring.store(false, Ordering::SeqCst);
+        self.group().set_transferring(false);
         outcome?;
         Ok(self.members_body())
     }
@@ -536,7 +525,7 @@ impl Controller {
         // applied here and for the successor to hold them, or its election would be refused
         // for a shorter log.
         loop {
-            if self.writes_in_flight.load(Ordering::SeqCst) > 0 {
+            if self.group().writes_in_flight() > 0 {
                 if started.elapsed() >= HAND_OVER_LIMIT {
                     return Err(MemberError::Failed(format!(
                         "requests proposed before the hand-over to {name} did not end within {} \
@@ -581,10 +570,12 @@ impl Controller {
         if AT_HAND * 2 <= voters {
             tokio::time::sleep(self.lease_of_followers()).await;
         }
-        ask_to_lead(addr, self.source).await.map_err(|why| {
-            MemberError::Failed(format!("{name} could not be asked to lead: {why}"))
-        })?;
-        let deadline = Instant::now() + 4 * self.lease + Duration::from_secs(1);
+        ask_to_lead(addr, self.group().source())
+            .await
+            .map_err(|why| {
+                MemberError::Failed(format!("{name} could not be asked to lead: {why}"))
+            })?;
+        let deadline = Instant::now() + 4 * self.group().lease() + Duration::from_secs(1);
         loop {
             let leader = metrics.borrow_and_update().current_leader;
             match leader {
@@ -601,7 +592,7 @@ impl Controller {
             if left.is_zero() {
                 return Err(MemberError::Failed(format!(
                     "{name} was asked to lead but no new leader was seen within {} ms",
-                    (4 * self.lease + Duration::from_secs(1)).as_millis()
+                    (4 * self.group().lease() + Duration::from_secs(1)).as_millis()
                 )));
             }
             let _ = tokio::time::timeout(left, metrics.changed()).await;
@@ -612,7 +603,7 @@ impl Controller {
     /// leader lease, the longest election timeout), with a heartbeat interval to spare.
     fn lease_of_followers(&self) -> Duration {
         let heartbeat = self.config.read().raft_heartbeat_interval_ms;
-        2 * self.lease + Duration::from_millis(heartbeat)
+        2 * self.group().lease() + Duration::from_millis(heartbeat)
     }
 
     /// TAKE_LEADERSHIP: stands for election at once, as a leader handing on its office asks.
@@ -621,7 +612,7 @@ impl Controller {
         if !self.membership().voters.contains(&id) {
             return Err("this node is not a voter".into());
         }
-        if self.rejoin_state().is_some() {
+        if self.group().rejoin_state().is_some() {
             return Err("this node is still catching up with the group".into());
         }
         tracing::info!("asked by the leader handing on its office: standing for election now");

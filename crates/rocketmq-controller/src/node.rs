@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openraft::error::{ClientWriteError, RaftError};
-use openraft::{BasicNode, ServerState};
+use openraft::ServerState;
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -15,13 +14,13 @@ use crate::config::ControllerConfig;
 use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
-use crate::raft::{codes, Applied, LogStore, Network, Raft, StateMachine, RAFT_CODES};
+use crate::raft::{codes, Applied, Raft, RAFT_CODES};
 use crate::recent::{Happening, Recent};
-use crate::replicated::{Command, CommandReply, GroupView, RoleChange};
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use rocketmq_raft::network::Answered;
-use rocketmq_raft::store;
-use rocketmq_wire::client::Client;
+use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
+use prometheus_client::metrics::histogram::Histogram;
+use rocketmq_raft::group::resolve_all;
+pub use rocketmq_raft::group::{resolve, RaftStatus};
+pub use rocketmq_raft::{ConsensusError, Group, Settings};
 use rocketmq_wire::RemotingCommand;
 
 pub use crate::replicated::code as response;
@@ -36,40 +35,22 @@ pub use crate::replicated::code as response;
 /// nodes farther apart raise both settings (`tests/slow_links.rs` runs 150 ms apart).
 ///
 /// The shortest election timeout is also how long a leader goes on calling itself leader after
-/// a quorum last acknowledged it (its lease). openraft keeps a leader that hears from no one a
-/// leader until it sees a higher term, while the others elect a new one once they have not
-/// heard from it for an election timeout: a lease no longer than the shortest election timeout
-/// ends before any successor can be elected, so that two nodes never claim leadership at once.
-/// (openraft dates an acknowledgement from when the acknowledged request was sent, which is
-/// before any follower's timer restarted.)
-fn raft_timing(config: &ControllerConfig) -> (u64, Duration) {
-    (
-        config.raft_heartbeat_interval_ms,
-        Duration::from_millis(config.election_timeout_ms),
-    )
-}
-
-/// A request that needs the group gets its answer within this, as Java bounds every controller
-/// request at 5 s: a leader cut off from the others answers an error instead of hanging.
-const COMMIT_DEADLINE: Duration = Duration::from_secs(5);
-
-fn raft_config(config: &ControllerConfig) -> openraft::Config {
-    let snapshot_every = config.snapshot_every_entries;
-    let (heartbeat, lease) = raft_timing(config);
-    let election_min = lease.as_millis() as u64;
-    openraft::Config {
-        cluster_name: config.group.to_string(),
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
-        // What a snapshot covers need not stay in the log for long: a follower that far behind
-        // is sent the snapshot.
-        max_in_snapshot_log_to_keep: snapshot_every.min(1_000),
-        heartbeat_interval: heartbeat,
-        election_timeout_min: election_min,
-        election_timeout_max: 2 * election_min,
-        install_snapshot_timeout: 5_000,
-        // Chunks travel as JSON (about three bytes a byte): keep frames far below the port's cap.
-        snapshot_max_chunk_size: 1024 * 1024,
-        ..Default::default()
+/// a quorum last acknowledged it (its lease, `rocketmq_raft::group`).
+fn group_settings(config: &ControllerConfig) -> Settings {
+    Settings {
+        name: config.group.to_string(),
+        members_are: "controller nodes",
+        self_id: config.self_node_id(),
+        members: config
+            .peers
+            .iter()
+            .filter_map(|p| Some((config.node_id(&p.id)?, p.addr.clone())))
+            .collect(),
+        store_path: config.store_path.clone(),
+        heartbeat_ms: config.raft_heartbeat_interval_ms,
+        election_timeout: Duration::from_millis(config.election_timeout_ms),
+        snapshot_every: config.snapshot_every_entries,
+        codes: RAFT_CODES,
     }
 }
 
@@ -81,66 +62,28 @@ struct Counters {
     elections_no_master: AtomicU64,
     role_notifications: AtomicU64,
     heartbeats: AtomicU64,
-    commits: AtomicU64,
 }
 
 pub struct Controller {
     pub(crate) config: RwLock<ControllerConfig>,
-    raft: Raft,
-    applied: Arc<RwLock<Applied>>,
+    /// The node's part in the controller group: the replicated state, the lease, the deadlines.
+    group: Arc<ControllerGroup>,
     live: Mutex<LiveTable>,
     notifier: Notifier,
     counters: Counters,
-    /// When this node last became leader: a new leader waits one heartbeat timeout before it
-    /// judges masters by its own table, so that a node that has just started never mistakes
-    /// "not heard yet" for "gone".
-    pub(crate) leader_since: Mutex<Option<Instant>>,
     /// The addresses of the group's members (the replicated membership's, the config's until
     /// the node has one): Raft requests and forwarded heartbeats are accepted from these only.
     pub(crate) peer_ips: tokio::sync::watch::Sender<std::collections::HashSet<std::net::IpAddr>>,
     /// The membership `peer_ips` was last resolved from.
     pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
-    /// While this leader hands its office to another member: it accepts no request that would
-    /// reach its followers, so that their leases run out (`members::transfer_leader`).
-    pub(crate) transferring: std::sync::atomic::AtomicBool,
-    /// Proposals between their leadership check and their outcome.
-    pub(crate) writes_in_flight: AtomicU64,
-    /// The node's own address, which its connections to peers come from.
-    pub(crate) source: Option<std::net::IpAddr>,
-    /// When a quorum last acknowledged this node as leader (`None` while it is not leader).
-    quorum_acked_at: Mutex<Option<Instant>>,
-    /// The leader's lease: the shortest election timeout (`raft_timing`).
-    pub(crate) lease: Duration,
-    /// When this node last took AppendEntries (heartbeats included) from a leader.
-    leader_heard_at: Mutex<Option<Instant>>,
-    /// While this node, started on an empty store, finds out whether its group has worked and
-    /// catches up with it (`join_or_form`); `None` once it votes and stands like any member.
-    rejoining: Mutex<Option<Rejoin>>,
-    /// Why the Raft core stopped, once it has (a store that cannot be written): the node then
-    /// names no leader and claims nothing, and whoever runs it is told through `failed`.
-    fatal: Mutex<Option<String>>,
-    failed: CancellationToken,
     /// Passes heartbeats brokers send this follower on to the leader.
     forwarder: Forwarder,
     /// Elections and leadership changes, for the status page.
     recent: Recent,
-    /// When each member last answered this node's Raft requests.
-    answered: Answered,
-    /// How long proposals take to commit and apply.
-    commit_seconds: Histogram,
     shutdown: CancellationToken,
 }
 
-/// Why a request could not be answered from the replicated state: the caller answers
-/// CONTROLLER_NOT_LEADER for the first (the broker then looks for the leader), SYSTEM_ERROR
-/// with the reason for the second.
-#[derive(Debug, thiserror::Error)]
-pub enum ConsensusError {
-    #[error("this node is not the leader")]
-    NotLeader,
-    #[error("{0}")]
-    Failed(String),
-}
+pub type ControllerGroup = Group<ControllerState>;
 
 /// A remote config update that names a key it may not change.
 #[derive(Debug, thiserror::Error)]
@@ -150,54 +93,21 @@ pub struct BlacklistedKey(pub String);
 impl Controller {
     /// Opens the node's store and joins (or, the first time, forms) the group.
     pub async fn start(config: ControllerConfig) -> anyhow::Result<Arc<Controller>> {
-        let db = store::open(&config.store_path)?;
-        let log = LogStore::new(db.clone());
-        let sm = StateMachine::open(db)?;
-        let applied = sm.shared();
-        let node_id = config.self_node_id();
-        let raft_cfg = Arc::new(raft_config(&config).validate()?);
-        let peer_ips = resolve_peers(&config).await;
-        let source = resolve(&config.self_peer().addr).await.into_iter().next();
-        let network = Network::new(source, RAFT_CODES);
-        let answered = network.answered();
-        let raft = Raft::new(node_id, raft_cfg, network, log, sm).await?;
-        let lease = raft_timing(&config).1;
+        let group = Group::start(group_settings(&config)).await?;
+        let peer_ips = resolve_all(group.settings().members.values()).await;
         let shutdown = CancellationToken::new();
-        let empty = !raft.is_initialized().await?;
-        if empty {
-            // Neither stand nor form a group before the peers have been asked (join_or_form).
-            raft.runtime_config().elect(false);
-        }
-        let rejoining = empty.then_some(Rejoin::Probing);
         let controller = Arc::new(Controller {
+            forwarder: Forwarder::start(group.source(), shutdown.clone()),
             config: RwLock::new(config),
-            raft,
-            applied,
+            group,
             live: Mutex::new(LiveTable::default()),
             notifier: Notifier,
             counters: Counters::default(),
-            leader_since: Mutex::new(None),
             peer_ips: tokio::sync::watch::Sender::new(peer_ips),
             membership_seen: Mutex::new(None),
-            transferring: Default::default(),
-            writes_in_flight: AtomicU64::new(0),
-            source,
-            quorum_acked_at: Mutex::new(None),
-            lease,
-            leader_heard_at: Mutex::new(None),
-            rejoining: Mutex::new(rejoining),
-            fatal: Mutex::new(None),
-            failed: CancellationToken::new(),
-            forwarder: Forwarder::start(source, shutdown.clone()),
             recent: Recent::default(),
-            answered,
-            // 1 ms to about 4 s: a commit is a round trip and an fsync, and the deadline is 5 s.
-            commit_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 13)),
             shutdown,
         });
-        if empty {
-            tokio::spawn(join_or_form(controller.clone()));
-        }
         tokio::spawn(watch_role(controller.clone()));
         tokio::spawn(scan_silent_brokers(controller.clone()));
         tokio::spawn(scan_inactive_masters(controller.clone()));
@@ -206,13 +116,15 @@ impl Controller {
 
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
-        if let Err(e) = self.raft.shutdown().await {
-            tracing::warn!(error = %e, "the Raft core did not shut down cleanly");
-        }
+        self.group.shutdown().await;
     }
 
     pub fn raft(&self) -> &Raft {
-        &self.raft
+        self.group.raft()
+    }
+
+    pub fn group(&self) -> &Arc<ControllerGroup> {
+        &self.group
     }
 
     pub fn config(&self) -> ControllerConfig {
@@ -240,39 +152,15 @@ impl Controller {
         self.peer_ips.subscribe()
     }
 
-    /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
-    /// off from the others stops saying so before they can elect another.
+    /// Whether this node leads and a quorum has acknowledged it within the lease.
     pub fn is_leader(&self) -> bool {
-        self.raft.metrics().borrow().state == ServerState::Leader
-            && self.holds_lease()
-            && !self.transferring.load(Ordering::SeqCst)
-            && self.failure().is_none()
+        self.group.is_leader()
     }
 
     /// Whether the node serves its part: `None` when it is a member of a group with a leader
     /// (itself, or one heard from within the lease) and is not still refilling a lost store.
     pub fn unready_reason(&self) -> Option<String> {
-        if let Some(why) = self.failure() {
-            return Some(format!("stopped: {why}"));
-        }
-        match self.rejoin_state() {
-            Some(Rejoin::Probing) => {
-                return Some(
-                    "its store is empty: asking every member whether the group has worked"
-                        .to_string(),
-                )
-            }
-            Some(Rejoin::CatchingUp { applied, .. }) => {
-                return Some(format!(
-                    "refilling its store from the group, up to entry {applied}"
-                ))
-            }
-            None => {}
-        }
-        if self.leader().is_none() {
-            return Some("no leader known".to_string());
-        }
-        None
+        self.group.unready_reason()
     }
 
     pub fn is_ready(&self) -> bool {
@@ -281,94 +169,22 @@ impl Controller {
 
     /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
     pub fn failure(&self) -> Option<String> {
-        self.fatal.lock().clone()
+        self.group.failure()
     }
 
     /// Resolves once the node has stopped serving for good; [`Controller::failure`] says why.
     pub async fn failed(&self) {
-        self.failed.cancelled().await
+        self.group.failed().await
     }
 
-    fn fail(&self, why: String) {
-        let mut fatal = self.fatal.lock();
-        if fatal.is_none() {
-            tracing::error!(reason = %why, "the controller node stopped: its Raft core failed");
-            *fatal = Some(why);
-            self.failed.cancel();
-        }
-    }
-
-    fn holds_lease(&self) -> bool {
-        self.quorum_acked_at
-            .lock()
-            .is_some_and(|at| at.elapsed() < self.lease)
-    }
-
-    /// (leader id, leader address) as the group's members are named in the config; `None` when
-    /// this node would name itself without holding the lease, or another node it has not heard
-    /// from within the lease. A follower keeps naming its leader until a successor is elected,
-    /// seconds after the leader died or paused; brokers take the first node that names a leader
-    /// and would be sent to a dead one. Past the lease the old leader no longer claims either.
+    /// (leader id, leader address) as the group's members are named in the config, for the
+    /// leader this node vouches for (`Group::leader`).
     pub fn leader(&self) -> Option<(String, String)> {
-        if self.failure().is_some() {
-            return None;
-        }
-        let leader = self.raft.metrics().borrow().current_leader?;
-        let vouched = if leader == self.config.read().self_node_id() {
-            self.is_leader()
-        } else {
-            self.leader_heard_at
-                .lock()
-                .is_some_and(|at| at.elapsed() < self.lease)
-        };
-        if !vouched {
-            return None;
-        }
-        self.member(leader)
-    }
-
-    /// While this node, started on an empty store, has not caught up with its group: what it
-    /// knows of the group so far.
-    pub(crate) fn rejoin_state(&self) -> Option<Rejoin> {
-        *self.rejoining.lock()
-    }
-
-    /// The term this node's vote is in (0 on an empty store), as GROUP_PROBE reports it.
-    pub(crate) fn current_term(&self) -> u64 {
-        self.raft.metrics().borrow().current_term
-    }
-
-    /// The index of the last entry the state machine applied; `None` for an empty store.
-    pub fn applied_index(&self) -> Option<u64> {
-        self.raft.metrics().borrow().last_applied.map(|l| l.index)
-    }
-
-    /// AppendEntries from the leader, noting when a leader was last heard from.
-    pub async fn append_entries(
-        &self,
-        rpc: openraft::raft::AppendEntriesRequest<crate::raft::TypeConfig>,
-    ) -> Result<openraft::raft::AppendEntriesResponse<u64>, RaftError<u64>> {
-        let answer = self.raft.append_entries(rpc).await;
-        if answer
-            .as_ref()
-            .is_ok_and(|a| !matches!(a, openraft::raft::AppendEntriesResponse::HigherVote(_)))
-        {
-            *self.leader_heard_at.lock() = Some(Instant::now());
-        }
-        answer
+        self.member(self.group.leader()?)
     }
 
     pub fn raft_status(&self) -> RaftStatus {
-        let m = self.raft.metrics().borrow().clone();
-        RaftStatus {
-            state: match self.failure() {
-                Some(why) => format!("Stopped ({why})"),
-                None => format!("{:?}", m.state),
-            },
-            term: m.current_term,
-            leader: m.current_leader,
-            last_applied: m.last_applied.map(|l| l.index),
-        }
+        self.group.status()
     }
 
     pub fn view(&self, max_groups: usize) -> ControllerView {
@@ -394,11 +210,12 @@ impl Controller {
         ControllerView {
             members,
             quorum_contact_ms: self
+                .group
                 .quorum_contact()
                 .map(|at| at.elapsed().as_millis() as u64),
             live,
             recent: self.recent.newest(max_groups),
-            commits: c.commits.load(Ordering::Relaxed),
+            commits: self.group.commits(),
             group: config.group.clone(),
             self_id: config.self_id.clone(),
             address: config.self_peer().addr.clone(),
@@ -420,8 +237,8 @@ impl Controller {
     /// The group's members as this node's Raft core knows them, with its view of the leader;
     /// log lag and last answer are known on the leader only, which replicates to the others.
     fn members(&self) -> Vec<MemberView> {
-        let leader = self.raft.metrics().borrow().current_leader;
-        let answered = self.answered.lock().clone();
+        let leader = self.raft().metrics().borrow().current_leader;
+        let answered = self.group.answered().lock().clone();
         let self_node = self.config.read().self_node_id();
         self.member_rows(leader)
             .into_iter()
@@ -437,19 +254,9 @@ impl Controller {
             .collect()
     }
 
-    /// When this node last had word from a working group: as leader, a quorum's
-    /// acknowledgement; as follower, the leader's AppendEntries.
-    fn quorum_contact(&self) -> Option<Instant> {
-        if self.raft.metrics().borrow().state == ServerState::Leader {
-            *self.quorum_acked_at.lock()
-        } else {
-            *self.leader_heard_at.lock()
-        }
-    }
-
     /// How long proposals took to commit, for the metrics.
     pub fn commit_seconds(&self) -> &Histogram {
-        &self.commit_seconds
+        self.group.commit_seconds()
     }
 
     pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat, via: Via) {
@@ -461,7 +268,7 @@ impl Controller {
     /// Passes a heartbeat a broker sent to this follower on to the leader, so that a broker
     /// that reaches only some nodes still counts as alive where elections are decided.
     pub fn forward_heartbeat(&self, heartbeat: &RemotingCommand) {
-        let Some(leader) = self.raft.metrics().borrow().current_leader else {
+        let Some(leader) = self.raft().metrics().borrow().current_leader else {
             return;
         };
         let self_id = self.config.read().self_node_id();
@@ -499,7 +306,7 @@ impl Controller {
     }
 
     pub fn groups(&self) -> Vec<GroupView> {
-        self.applied.read().state.groups()
+        self.group.applied().read().state.groups()
     }
 
     /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
@@ -512,71 +319,14 @@ impl Controller {
         }
     }
 
-    /// Proposes a command and waits until it is applied; the reply is the state machine's. A
-    /// node without the lease refuses at once, and a proposal not committed within the deadline
-    /// is answered as failed (it may still commit later, as with Java's timed-out requests).
+    /// Proposes a command and waits until it is applied (`Group::write`).
     pub async fn write(&self, cmd: Command) -> Result<CommandReply, ConsensusError> {
-        // Counted before the leadership check, so that a hand-over that begins after the check
-        // still waits for this proposal (`members::transfer_leader`).
-        self.writes_in_flight.fetch_add(1, Ordering::SeqCst);
-        let _done = scopeguard(|| {
-            self.writes_in_flight.fetch_sub(1, Ordering::SeqCst);
-        });
-        if !self.is_leader() {
-            return Err(ConsensusError::NotLeader);
-        }
-        let began = Instant::now();
-        let written = tokio::time::timeout(COMMIT_DEADLINE, self.raft.client_write(cmd)).await;
-        if matches!(written, Ok(Ok(_))) {
-            self.commit_seconds.observe(began.elapsed().as_secs_f64());
-            self.counters.commits.fetch_add(1, Ordering::Relaxed);
-        }
-        match written {
-            Err(_) => Err(ConsensusError::Failed(format!(
-                "not committed within {} s: no quorum of controller nodes answered",
-                COMMIT_DEADLINE.as_secs()
-            ))),
-            Ok(Ok(resp)) => Ok(resp.data),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => {
-                Err(ConsensusError::NotLeader)
-            }
-            Ok(Err(e)) => Err(ConsensusError::Failed(e.to_string())),
-        }
+        self.group.write(cmd).await
     }
 
-    /// Runs `f` on the state once this node has confirmed it is still the leader and has
-    /// applied everything committed before the call, within the deadline. A confirmation round
-    /// that misses its quorum (one heartbeat lost on a lossy link) is tried again while the
-    /// deadline lasts and the node still holds its lease.
+    /// Runs `f` on the state once the leadership is confirmed (`Group::read`).
     pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, ConsensusError> {
-        let confirm = async {
-            loop {
-                if !self.is_leader() {
-                    return Err(ConsensusError::NotLeader);
-                }
-                match self.raft.ensure_linearizable().await {
-                    Ok(_) => return Ok(()),
-                    Err(RaftError::APIError(
-                        openraft::error::CheckIsLeaderError::ForwardToLeader(_),
-                    )) => return Err(ConsensusError::NotLeader),
-                    Err(RaftError::APIError(
-                        openraft::error::CheckIsLeaderError::QuorumNotEnough(e),
-                    )) => {
-                        tracing::debug!(error = %e, "leadership not confirmed, trying again");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    Err(e) => return Err(ConsensusError::Failed(e.to_string())),
-                }
-            }
-        };
-        match tokio::time::timeout(COMMIT_DEADLINE, confirm).await {
-            Err(_) => Err(ConsensusError::Failed(format!(
-                "leadership not confirmed within {} s: no quorum of controller nodes answered",
-                COMMIT_DEADLINE.as_secs()
-            ))),
-            Ok(Ok(())) => Ok(f(&self.applied.read())),
-            Ok(Err(refusal)) => Err(refusal),
-        }
+        self.group.read(f).await
     }
 
     /// The facts of a broker name's live members, fixed into an election command.
@@ -662,7 +412,8 @@ impl Controller {
             return;
         }
         let is_master = self
-            .applied
+            .group
+            .applied()
             .read()
             .state
             .master_of(&key.broker_name)
@@ -710,9 +461,9 @@ impl Controller {
     fn settled_leader(&self) -> bool {
         self.is_leader()
             && self
-                .leader_since
-                .lock()
-                .is_some_and(|t| t.elapsed() >= DEFAULT_TIMEOUT)
+                .group
+                .leading_for()
+                .is_some_and(|t| t >= DEFAULT_TIMEOUT)
     }
 }
 
@@ -762,77 +513,37 @@ pub struct MemberView {
     pub last_answer_ms: Option<u64>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct RaftStatus {
-    pub state: String,
-    pub term: u64,
-    pub leader: Option<u64>,
-    pub last_applied: Option<u64>,
-}
-
-/// Notes when this node becomes leader or stops being one, and when a quorum last acknowledged
-/// it. openraft reports its metrics at every turn of its loop, heartbeat rounds included.
+/// Notes when this node becomes leader or stops being one, for the status page, and follows
+/// the membership. openraft reports its metrics at every turn of its loop.
 async fn watch_role(controller: Arc<Controller>) {
-    let mut metrics = controller.raft.metrics();
+    let mut metrics = controller.raft().metrics();
+    let mut leading = false;
     loop {
-        let (leader, since_ack, fatal, term) = {
+        let (leader, term) = {
             let m = metrics.borrow();
-            let fatal = m.running_state.as_ref().err().map(ToString::to_string);
-            (
-                m.state == ServerState::Leader,
-                m.millis_since_quorum_ack,
-                fatal,
-                m.current_term,
-            )
+            (m.state == ServerState::Leader, m.current_term)
         };
-        if let Some(why) = fatal {
-            controller.fail(why);
-            return;
-        }
         controller.follow_membership();
-        {
-            let acked =
-                since_ack.and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms)));
-            let mut at = controller.quorum_acked_at.lock();
-            // Only ever later: a report is a look back from when it was made.
-            *at = match (leader, *at, acked) {
-                (false, ..) => None,
-                (true, Some(old), Some(new)) => Some(old.max(new)),
-                (true, old, new) => new.or(old),
+        if leader != leading {
+            leading = leader;
+            let (said, note) = if leader {
+                (
+                    "this controller node is now the leader",
+                    format!("became the leader in term {term}"),
+                )
+            } else {
+                (
+                    "this controller node is no longer the leader",
+                    format!("no longer the leader (term {term})"),
+                )
             };
-        }
-        {
-            let mut since = controller.leader_since.lock();
-            match (leader, since.is_some()) {
-                (true, false) => {
-                    tracing::info!("this controller node is now the leader");
-                    controller.recent.note(
-                        "leadership",
-                        controller.config.read().self_id.clone(),
-                        format!("became the leader in term {term}"),
-                    );
-                    *since = Some(Instant::now());
-                }
-                (false, true) => {
-                    tracing::info!("this controller node is no longer the leader");
-                    controller.recent.note(
-                        "leadership",
-                        controller.config.read().self_id.clone(),
-                        format!("no longer the leader (term {term})"),
-                    );
-                    *since = None;
-                }
-                _ => {}
-            }
+            tracing::info!("{said}");
+            let self_id = controller.config.read().self_id.clone();
+            controller.recent.note("leadership", self_id, note);
         }
         tokio::select! {
             _ = controller.shutdown.cancelled() => return,
-            changed = metrics.changed() => if changed.is_err() {
-                if !controller.shutdown.is_cancelled() {
-                    controller.fail("the Raft core ended".into());
-                }
-                return;
-            },
+            changed = metrics.changed() => if changed.is_err() { return },
         }
     }
 }
@@ -875,7 +586,8 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
             let active = controller.active_brokers();
             let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
             controller
-                .applied
+                .group
+                .applied()
                 .read()
                 .state
                 .groups_needing_reelection(&alive)
@@ -886,257 +598,8 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
     }
 }
 
-/// What a node that starts on an empty store does: it asks every other member whether it
-/// belongs to a group that has worked (applied an entry). If one does, this node lost its store
-/// (or is new to a running group): it forms nothing and stands for nothing until the leader has
-/// refilled it up to what that member had applied, and meanwhile votes only for a candidate
-/// whose log reaches that far (`handler::vote`). If every member
-/// answers and none does, the group is new and every node proposes the same membership. While
-/// a member cannot be asked and none that can has worked, it waits: the silent one may hold the
-/// group's state, and two wiped stores must not form a new group without it.
-async fn join_or_form(controller: Arc<Controller>) {
-    let config = controller.config();
-    let others: Vec<String> = config
-        .peers
-        .iter()
-        .filter(|p| p.id != config.self_id)
-        .map(|p| p.addr.clone())
-        .collect();
-    // The most any member has reported so far: members answer at different times.
-    let mut known = GroupProbe::default();
-    let mut waited = 0u32;
-    let target = loop {
-        // Added as a learner by the leader of a group whose members would not answer it (they
-        // trust only their members' hosts): it joined. A learner neither votes nor stands.
-        if controller.is_learner() {
-            tracing::info!("this node was added to the group as a learner");
-            let applied = known.applied.unwrap_or(0);
-            *controller.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
-            break applied;
-        }
-        let probes = others.iter().map(|addr| probe(addr, controller.source));
-        let answers = futures::future::join_all(probes).await;
-        for answer in answers.iter().flatten() {
-            known.merge(answer);
-        }
-        // Index 0 is the membership every node proposes at first: a group has worked once a
-        // leader's first entry (index 1) was applied.
-        let worked = known.applied.filter(|a| *a >= 1);
-        let everyone = answers.iter().all(Option::is_some);
-        if let (Some(applied), true) = (worked, everyone) {
-            // Every member answered, so the most applied covers every committed entry this
-            // node may have held, and the highest term every vote it may have cast.
-            tracing::warn!(
-                member_applied = applied,
-                member_term = known.term,
-                "this node's store is empty but the group has worked: joining without forming a \
-                 group, no vote until refilled"
-            );
-            *controller.rejoining.lock() = Some(Rejoin::CatchingUp {
-                applied,
-                term: known.term,
-            });
-            break applied;
-        }
-        if worked.is_some() && controller.leader_heard_at.lock().is_some() {
-            // A leader elected without this node reaches it: that leader holds every committed
-            // entry, and its AppendEntries moved this node's vote into the leader's term.
-            tracing::warn!(
-                member_applied = worked,
-                "this node's store is empty and a leader of the group reaches it: catching up"
-            );
-            let applied = worked.unwrap_or(0);
-            *controller.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
-            break applied;
-        }
-        if everyone {
-            let members: BTreeMap<u64, BasicNode> = config
-                .peers
-                .iter()
-                .filter_map(|p| Some((config.node_id(&p.id)?, BasicNode::new(&p.addr))))
-                .collect();
-            // Every node proposes the same membership; whichever forms the group first wins
-            // and the others' attempts are refused harmlessly.
-            *controller.rejoining.lock() = None;
-            if let Err(e) = controller.raft.initialize(members).await {
-                tracing::debug!(error = %e, "group already formed");
-            }
-            controller.raft.runtime_config().elect(true);
-            return;
-        }
-        if waited.is_multiple_of(20) {
-            tracing::warn!(
-                "this node's store is empty and a member cannot be asked whether the group has \
-                 worked or what it holds: waiting for every member before it forms a group or \
-                 votes"
-            );
-        }
-        waited += 1;
-        tokio::select! {
-            _ = controller.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-        }
-    };
-    // Refilled once the state machine has applied what the members had.
-    let mut metrics = controller.raft.metrics();
-    loop {
-        let applied = metrics.borrow().last_applied.map(|l| l.index);
-        if applied.is_some_and(|a| a >= target) {
-            break;
-        }
-        tokio::select! {
-            _ = controller.shutdown.cancelled() => return,
-            changed = metrics.changed() => if changed.is_err() { return },
-        }
-    }
-    *controller.rejoining.lock() = None;
-    controller.raft.runtime_config().elect(true);
-    tracing::info!("this node has caught up with the group: it votes and may stand again");
-}
-
-/// Where a node started on an empty store stands with its group (`join_or_form`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejoin {
-    /// Not every member has been asked yet: it votes for no one, since a member that cannot be
-    /// asked may hold entries this node acknowledged, or the vote this node has forgotten.
-    Probing,
-    /// The group has worked: it votes only for a candidate whose log reaches `applied` (what
-    /// the members had applied) in a term past `term` (the highest any member had reached).
-    CatchingUp { applied: u64, term: u64 },
-}
-
-impl Rejoin {
-    /// Why this node refuses a vote for a candidate in `term` whose log ends at `last_index`.
-    pub fn refuses_vote(&self, term: u64, last_index: Option<u64>) -> Option<&'static str> {
-        match *self {
-            Rejoin::Probing => Some(
-                "this node lost its store and has not yet heard from every member: it votes \
-                 for no one",
-            ),
-            Rejoin::CatchingUp {
-                applied,
-                term: seen,
-            } => (last_index.is_none_or(|l| l < applied) || term <= seen).then_some(
-                "this node lost its store and has not caught up with the group: it votes \
-                     only for a candidate that has what the group applied, in a newer term",
-            ),
-        }
-    }
-}
-
-/// A member's answer to GROUP_PROBE.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct GroupProbe {
-    /// The index its state machine applied; `None` for an empty store.
-    pub applied: Option<u64>,
-    /// The term of its vote. Older nodes did not report it.
-    #[serde(default)]
-    pub term: u64,
-}
-
-impl GroupProbe {
-    fn merge(&mut self, other: &GroupProbe) {
-        self.applied = self.applied.max(other.applied);
-        self.term = self.term.max(other.term);
-    }
-}
-
-/// A member's answer to GROUP_PROBE; `None` if it cannot be asked.
-pub(crate) async fn probe(addr: &str, source: Option<std::net::IpAddr>) -> Option<GroupProbe> {
-    let limit = Duration::from_secs(1);
-    let client = Client::connect_from(addr, source, limit).await.ok()?;
-    let answer = client
-        .invoke(RemotingCommand::request(codes::GROUP_PROBE), limit)
-        .await
-        .ok()?;
-    if answer.code != response::SUCCESS {
-        return None;
-    }
-    serde_json::from_slice(answer.body.as_deref()?).ok()
-}
-
-/// The addresses a `host:port` resolves to; none if it does not.
-pub(crate) async fn resolve(addr: &str) -> Vec<std::net::IpAddr> {
-    match tokio::net::lookup_host(addr).await {
-        Ok(found) => found.map(|a| a.ip()).collect(),
-        Err(e) => {
-            tracing::warn!(%addr, error = %e, "cannot resolve a controller peer");
-            Vec::new()
-        }
-    }
-}
-
-async fn resolve_peers(config: &ControllerConfig) -> std::collections::HashSet<std::net::IpAddr> {
-    let mut ips = std::collections::HashSet::new();
-    for peer in &config.peers {
-        ips.extend(resolve(&peer.addr).await);
-    }
-    ips
-}
-
-/// Runs `f` when dropped, however the scope ends.
-fn scopeguard(f: impl FnOnce()) -> impl Drop {
-    struct Guard<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f();
-            }
-        }
-    }
-    Guard(Some(f))
-}
-
 /// A connection id source for the heartbeat table.
 pub fn next_connection_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_node_still_asking_its_members_votes_for_no_one() {
-        assert!(Rejoin::Probing.refuses_vote(9, Some(100)).is_some());
-    }
-
-    #[test]
-    fn a_rejoining_node_votes_only_for_a_candidate_holding_what_was_applied_in_a_newer_term() {
-        let rejoin = Rejoin::CatchingUp {
-            applied: 10,
-            term: 4,
-        };
-        assert!(rejoin.refuses_vote(5, Some(9)).is_some(), "log too short");
-        assert!(rejoin.refuses_vote(5, None).is_some(), "empty log");
-        assert!(
-            rejoin.refuses_vote(4, Some(10)).is_some(),
-            "a term it may have voted in"
-        );
-        assert!(rejoin.refuses_vote(5, Some(10)).is_none());
-    }
-
-    #[test]
-    fn probe_answers_merge_to_the_most_applied_and_the_highest_term() {
-        let mut known = GroupProbe::default();
-        known.merge(&GroupProbe {
-            applied: Some(7),
-            term: 2,
-        });
-        known.merge(&GroupProbe {
-            applied: None,
-            term: 5,
-        });
-        assert_eq!(
-            known,
-            GroupProbe {
-                applied: Some(7),
-                term: 5
-            }
-        );
-        // An answer from a node that did not report its term still reads.
-        let old: GroupProbe = serde_json::from_str(r#"{"applied":3}"#).unwrap();
-        assert_eq!(old.applied, Some(3));
-    }
 }

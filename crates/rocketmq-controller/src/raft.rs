@@ -10,10 +10,7 @@ rocketmq_raft::declare_config!(
 );
 
 pub type Raft = openraft::Raft<TypeConfig>;
-pub type LogStore = rocketmq_raft::LogStore<TypeConfig>;
-pub type StateMachine = rocketmq_raft::StateMachine<ControllerState>;
 pub type Applied = rocketmq_raft::Applied<ControllerState>;
-pub type Network = rocketmq_raft::Network<TypeConfig>;
 
 impl rocketmq_raft::Machine for ControllerState {
     type C = TypeConfig;
@@ -29,6 +26,7 @@ pub const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     append_entries: codes::RAFT_APPEND_ENTRIES,
     vote: codes::RAFT_VOTE,
     install_snapshot: codes::RAFT_INSTALL_SNAPSHOT,
+    probe: codes::GROUP_PROBE,
 };
 
 /// Request codes of the Raft traffic between our own nodes, on the peer port. Java uses
@@ -56,6 +54,9 @@ mod tests {
     use openraft::StorageError;
 
     use super::*;
+
+    type LogStore = rocketmq_raft::LogStore<TypeConfig>;
+    type StateMachine = rocketmq_raft::StateMachine<ControllerState>;
 
     fn io_error(e: impl std::fmt::Display) -> StorageError<u64> {
         openraft::StorageIOError::write(openraft::AnyError::error(e.to_string())).into()

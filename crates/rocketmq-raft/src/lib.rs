@@ -3,6 +3,8 @@
 //! declares its own openraft type configuration and implements [`Machine`] for its state; this
 //! crate keeps that state and the log durable and carries the Raft traffic between nodes.
 //!
+//! - [`group`]: the group's life on one node: forming or rejoining it, the leader's lease,
+//!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
 //! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
 //!   machine rebuilt from them;
 //! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`].
@@ -11,29 +13,33 @@
 // would only add a conversion at every boundary.
 #![allow(clippy::result_large_err)]
 
+pub mod group;
 pub mod network;
 pub mod store;
 
 use std::io::Cursor;
 
+use openraft::impls::OneshotResponder;
 use openraft::{BasicNode, Entry, RaftTypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub use group::{ConsensusError, Group, Settings};
 pub use network::Network;
 pub use store::{Applied, LogStore, StateMachine};
 
 /// Members are numbered; a member's address is its peer address.
 pub type NodeId = u64;
 
-/// The type configurations this crate serves: the log and the snapshots are stored as JSON, and a
-/// snapshot travels whole, as one buffer.
+/// The type configurations this crate serves: the log and the snapshots are stored as JSON, a
+/// snapshot travels whole, as one buffer, and a write is answered through a oneshot channel.
 pub trait Config:
     RaftTypeConfig<
     NodeId = NodeId,
     Node = BasicNode,
     Entry = Entry<Self>,
     SnapshotData = Cursor<Vec<u8>>,
+    Responder = OneshotResponder<Self>,
 >
 {
 }
@@ -44,6 +50,7 @@ impl<C> Config for C where
         Node = BasicNode,
         Entry = Entry<C>,
         SnapshotData = Cursor<Vec<u8>>,
+        Responder = OneshotResponder<C>,
     >
 {
 }
@@ -90,4 +97,7 @@ pub struct Codes {
     pub append_entries: i32,
     pub vote: i32,
     pub install_snapshot: i32,
+    /// Whether the asked member belongs to a group that has worked
+    /// ([`group::GroupProbe`]), asked by a node that starts on an empty store.
+    pub probe: i32,
 }
