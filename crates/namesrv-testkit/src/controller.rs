@@ -20,10 +20,9 @@ use rocketmq_wire::headers::controller::{
 };
 use rocketmq_wire::headers::{RequestHeader, ResponseHeader};
 use rocketmq_wire::RemotingCommand;
-use tempfile::TempDir;
 
 use crate::broker::{dv, Broker};
-use crate::server::{Launch, Server};
+use crate::server::{Launch, Nodes};
 
 /// Java's broker bounds its controller requests at 3 s.
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -129,14 +128,24 @@ impl fmt::Display for ControllerProps {
 /// NameServers with embedded controller nodes, on fixed ports so that a restarted node comes
 /// back where its peers and brokers expect it.
 pub struct ControllerCluster {
-    launch: Launch,
-    homes: Vec<TempDir>,
-    props: Vec<String>,
-    pub nodes: Vec<Option<Server>>,
+    nodes: Nodes,
     /// Each node's controller address, in node order.
     pub controllers: Vec<String>,
     /// Each node's NameServer address, in node order.
     pub namesrvs: Vec<String>,
+}
+
+impl std::ops::Deref for ControllerCluster {
+    type Target = Nodes;
+    fn deref(&self) -> &Nodes {
+        &self.nodes
+    }
+}
+
+impl std::ops::DerefMut for ControllerCluster {
+    fn deref_mut(&mut self) -> &mut Nodes {
+        &mut self.nodes
+    }
 }
 
 impl ControllerCluster {
@@ -146,68 +155,29 @@ impl ControllerCluster {
             .map(|_| format!("127.0.0.1:{}", free_port()))
             .collect();
         let namesrv_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-        let mut cluster = ControllerCluster {
-            launch,
-            homes: Vec::new(),
-            props: Vec::new(),
-            nodes: Vec::new(),
+        let mut nodes = Nodes::new(launch);
+        for (i, port) in namesrv_ports.iter().enumerate() {
+            nodes.add(|home| {
+                let controller = ControllerProps::new(&controllers, i, home.join("controller"))
+                    .group("test")
+                    .extra(extra);
+                format!("listenPort={port}\nenableControllerInNamesrv=true\n{controller}")
+            });
+        }
+        nodes.start_all();
+        ControllerCluster {
+            nodes,
             namesrvs: namesrv_ports
                 .iter()
                 .map(|p| format!("127.0.0.1:{p}"))
                 .collect(),
             controllers,
-        };
-        for (i, port) in namesrv_ports.iter().enumerate() {
-            let home = tempfile::tempdir().unwrap();
-            let controller =
-                ControllerProps::new(&cluster.controllers, i, home.path().join("controller"))
-                    .group("test")
-                    .extra(extra);
-            let props = format!("listenPort={port}\nenableControllerInNamesrv=true\n{controller}");
-            cluster.homes.push(home);
-            cluster.props.push(props);
-            cluster.nodes.push(None);
         }
-        for i in 0..n {
-            cluster.restart(i);
-        }
-        cluster
-    }
-
-    pub fn home(&self, i: usize) -> PathBuf {
-        self.homes[i].path().to_path_buf()
     }
 
     /// The lines of node `i`'s log files that mention the controller, for failure reports.
     pub fn controller_log(&self, i: usize) -> String {
-        let dir = self.homes[i].path().join("logs").join("rocketmqlogs");
-        let mut out = String::new();
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            for line in text.lines().filter(|l| l.contains("controller")) {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out
-    }
-
-    /// SIGKILL for a process of its own.
-    pub fn kill(&mut self, i: usize) {
-        if let Some(mut node) = self.nodes[i].take() {
-            node.kill();
-        }
-    }
-
-    /// Starts node `i` again on its home, store and ports.
-    pub fn restart(&mut self, i: usize) {
-        self.kill(i);
-        let server = self.launch.start_in(self.homes[i].path(), &self.props[i]);
-        self.nodes[i] = Some(server);
-    }
-
-    pub fn is_running(&self, i: usize) -> bool {
-        self.nodes[i].is_some()
+        self.log_lines(i, "controller")
     }
 
     /// `host:port;host:port` of the controller nodes, as brokers' `controllerAddr` lists them.

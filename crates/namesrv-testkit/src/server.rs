@@ -70,6 +70,81 @@ impl Launch {
     }
 }
 
+/// Servers of one test that know each other's fixed ports, each on its own home with its own
+/// config text, so that a killed one comes back where its peers expect it.
+pub struct Nodes {
+    launch: Launch,
+    homes: Vec<TempDir>,
+    props: Vec<String>,
+    pub nodes: Vec<Option<Server>>,
+}
+
+impl Nodes {
+    pub fn new(launch: Launch) -> Self {
+        Nodes {
+            launch,
+            homes: Vec::new(),
+            props: Vec::new(),
+            nodes: Vec::new(),
+        }
+    }
+
+    /// Adds a node, not started, whose config text `props` makes from its home.
+    pub fn add(&mut self, props: impl FnOnce(&Path) -> String) {
+        let home = tempfile::tempdir().unwrap();
+        self.props.push(props(home.path()));
+        self.homes.push(home);
+        self.nodes.push(None);
+    }
+
+    pub fn start_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.restart(i);
+        }
+    }
+
+    pub fn home(&self, i: usize) -> PathBuf {
+        self.homes[i].path().to_path_buf()
+    }
+
+    /// The lines of node `i`'s log files that contain `word`, for failure reports.
+    pub fn log_lines(&self, i: usize, word: &str) -> String {
+        let dir = self.homes[i].path().join("logs").join("rocketmqlogs");
+        let mut out = String::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in text.lines().filter(|l| l.contains(word)) {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// SIGKILL for a process of its own.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut node) = self.nodes[i].take() {
+            node.kill();
+        }
+    }
+
+    /// Starts node `i` again on its home, store and ports.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let server = self.launch.start_in(self.homes[i].path(), &self.props[i]);
+        self.nodes[i] = Some(server);
+    }
+
+    pub fn is_running(&self, i: usize) -> bool {
+        self.nodes[i].is_some()
+    }
+
+    /// Node `i`, which must be running.
+    pub fn node(&self, i: usize) -> &Server {
+        self.nodes[i].as_ref().expect("the node runs")
+    }
+}
+
 /// A config file for a server on free loopback ports, plus `props`.
 pub fn write_config(home: &Path, props: &str) -> PathBuf {
     let config = home.join("namesrv.conf");

@@ -75,6 +75,12 @@ rocketmq_wire::key_table! {
     "logDir" => log_dir: String = home.join("logs").join("rocketmqlogs").display().to_string();
     "routeSnapshotPath" => route_snapshot_path: String = home.join("namesrv").join("routeSnapshot.json").display().to_string();
     "authCredentialsPath" => auth_credentials_path: String = home.join("namesrv").join("credentials.properties").display().to_string();
+    // Ours: the NameServers that replicate the KV config with this one (`n0-host:port;n1-...`,
+    // their remoting addresses), and which of them this one is. Empty: a lone NameServer.
+    "namesrvPeers" => namesrv_peers: String = String::new();
+    "namesrvSelfId" => namesrv_self_id: String = String::new();
+    // Ours: where this NameServer keeps the KV group's Raft log and snapshots.
+    "namesrvPeerStorePath" => namesrv_peer_store_path: String = home.join("namesrv").join("peers").display().to_string();
 }
 }
 
@@ -89,7 +95,9 @@ rocketmq_wire::key_table! {
 ///   interface after the next restart;
 /// - `advertisedAddresses`: the address server answers it to clients looking for name
 ///   servers, so rewriting it would send a cluster's clients to a server of the attacker's.
-const ALWAYS_BLACKLISTED: [&str; 11] = [
+/// - `namesrvPeers`, `namesrvSelfId`, `namesrvPeerStorePath`: who the KV group's members are
+///   and where this one keeps its log cannot change under a running group.
+const ALWAYS_BLACKLISTED: [&str; 14] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -101,6 +109,9 @@ const ALWAYS_BLACKLISTED: [&str; 11] = [
     "bindAddress",
     "httpBindAddress",
     "advertisedAddresses",
+    "namesrvPeers",
+    "namesrvSelfId",
+    "namesrvPeerStorePath",
 ];
 
 /// TLS settings decide whether traffic is encrypted and peers verified, and name certificate

@@ -65,10 +65,15 @@ async fn metrics(AxumState(http): AxumState<Http>) -> Response {
 
 async fn ready(AxumState(http): AxumState<Http>) -> Response {
     if http.state.is_ready() {
-        text("ready\n".into())
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+        return text("ready\n".into());
     }
+    let why = http
+        .state
+        .kv_group
+        .as_ref()
+        .and_then(|g| g.unready_reason())
+        .map_or(String::new(), |why| format!(": {why}"));
+    (StatusCode::SERVICE_UNAVAILABLE, format!("not ready{why}\n")).into_response()
 }
 
 /// The address list clients fetch to find NameServers: the configured `advertisedAddresses`;

@@ -10,7 +10,8 @@ use rocketmq_wire::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
 
 use crate::persist::{remove_stale_temps, write_atomically};
 
-type Table = BTreeMap<String, BTreeMap<String, String>>;
+/// Namespace → key → value.
+pub type Table = BTreeMap<String, BTreeMap<String, String>>;
 
 /// The namespace whose entries make topics ordered.
 pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -120,6 +121,20 @@ impl KvStore {
             .map(|(ns, k, v)| (ns.clone(), k.clone(), v.clone()))
             .collect();
         (entries, total)
+    }
+
+    /// The whole table.
+    pub fn table(&self) -> Table {
+        self.table.read().clone()
+    }
+
+    /// Makes the table `table`, writing the file first, unless it already is: the replicated
+    /// KV group's state, as this node applied it.
+    pub fn replace(&self, table: Table) -> Result<(), KvError> {
+        if *self.table.read() == table {
+            return Ok(());
+        }
+        self.change(|t| *t = table)
     }
 
     /// Stores `value` (or removes the key for `None`, as a Java null value vanishes).

@@ -13,6 +13,7 @@
 //! - `housekeeping`: the timer of the broker expiry scan and the batch unregistration queue;
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
 //! - [`kv`]: the namespaced KV store and its file;
+//! - `kv_group`: the KV config replicated among the NameServers of `namesrvPeers`;
 //! - [`memory`]: giving memory back after large transient work;
 //! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
@@ -34,6 +35,7 @@ mod handler;
 mod housekeeping;
 mod http;
 pub mod kv;
+mod kv_group;
 pub mod memory;
 mod metrics;
 mod notify;
@@ -118,7 +120,18 @@ pub async fn run(
     };
     // The KV store and the route snapshot clear their own leftovers when they load.
     persist::remove_stale_temps(std::path::Path::new(&server.config_store_path));
-    let kv = KvStore::open(server.kv_config_path.clone().into())?;
+    let kv = Arc::new(KvStore::open(server.kv_config_path.clone().into())?);
+    let kv_group =
+        match kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)? {
+            Some(peers) => {
+                info!(
+                    members = peers.members.len(),
+                    "KV config replicated among the NameServers of namesrvPeers"
+                );
+                Some(kv_group::KvGroup::start(peers, &server.namesrv_peer_store_path).await?)
+            }
+            None => None,
+        };
     let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
         settings.extra(k).map(String::from)
     })?)?);
@@ -198,7 +211,8 @@ pub async fn run(
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
-        kv,
+        kv: kv.clone(),
+        kv_group: kv_group.clone(),
         events: routes.events(),
         routes,
         unregister_queue: queue_tx,
@@ -219,6 +233,9 @@ pub async fn run(
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
     tokio::spawn(metrics::sample_requests(state.clone(), stop.clone()));
     tls.spawn_reloader(stop.clone());
+    if let Some(group) = &kv_group {
+        tokio::spawn(group.clone().follow(kv.clone(), stop.clone()));
+    }
     if let Some(credentials) = credentials {
         credentials.spawn_reloader(stop.clone());
     }
@@ -266,6 +283,9 @@ pub async fn run(
     }
     if let Some(controller) = controller {
         controller.shutdown().await;
+    }
+    if let Some(group) = kv_group {
+        group.shutdown().await;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ use crate::config_store::ConfigStore;
 use crate::events::EventLog;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::kv_group::KvGroup;
 use crate::metrics::Metrics;
 use crate::registry::{ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
@@ -27,7 +28,9 @@ pub struct State {
     /// Compressed registration bodies are inflated one at a time, so that what a small body can
     /// claim in memory has one ceiling for the whole server, not one per request.
     pub inflate_gate: Mutex<()>,
-    pub kv: KvStore,
+    pub kv: Arc<KvStore>,
+    /// The NameServers' KV group, when `namesrvPeers` is set: KV writes go through it.
+    pub kv_group: Option<Arc<KvGroup>>,
     pub routes: RouteTable,
     /// Recent changes for the status page; the registry writes its own into it.
     pub events: Arc<EventLog>,
@@ -107,11 +110,13 @@ impl State {
         }
     }
 
-    /// Ready to serve: not stopping, past the start-up gate, and its embedded controller (if
-    /// any) still running; a NameServer whose controller stopped still serves routes.
+    /// Ready to serve: not stopping, past the start-up gate, caught up with its KV group (if
+    /// any) since it started, and its embedded controller (if any) still running; a NameServer
+    /// whose controller stopped still serves routes.
     pub fn is_ready(&self) -> bool {
         !self.is_shutting_down()
             && !self.waiting_for_service()
+            && self.kv_group.as_ref().is_none_or(|g| g.caught_up())
             && self
                 .controller
                 .as_ref()

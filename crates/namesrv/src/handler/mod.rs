@@ -3,6 +3,7 @@
 mod broker;
 mod config;
 mod kv;
+mod peer;
 mod perm;
 mod route;
 mod topic;
@@ -137,6 +138,7 @@ pub fn facts(code: i32) -> Option<Facts> {
             .blocking()
             .changes_state(),
         req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
+        c if crate::kv_group::codes::is_peer_code(c) => Facts::new(peer::serve).blocking(),
         _ => return None,
     };
     Some(facts)

@@ -1,0 +1,554 @@
+//! The NameServers' replicated KV config: with `namesrvPeers` set, PUT_KV_CONFIG and
+//! DELETE_KV_CONFIG go through an openraft group of the listed NameServers (`rocketmq_raft`, the
+//! controller's engine and store) and are answered SUCCESS only once a majority has them. Any
+//! member takes a write: a follower passes it to the leader. Reads stay local: every member
+//! writes the state it applied into its own KV store (`kvConfig.json`, Java's file), which the
+//! read handlers serve as before.
+//!
+//! A member's own KV file is offered to the group before the group's state overwrites it
+//! (`Seed`): keys the group lacks are taken, keys it has keep the group's value. So turning
+//! peers on over existing NameServers loses no entry any of them held.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rocketmq_raft::group::{resolve_all, Served, DEADLINE};
+use rocketmq_raft::{ConsensusError, Group, NodeId, Settings};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::response as resp;
+use rocketmq_wire::RemotingCommand;
+use serde::{Deserialize, Serialize};
+
+use crate::kv::{KvStore, Table};
+
+/// Request codes of the KV group's traffic between NameServers, on the remoting port: outside
+/// every range Java assigns, and apart from the controller's (1190–1195).
+pub mod codes {
+    pub const APPEND_ENTRIES: i32 = 1210;
+    pub const VOTE: i32 = 1211;
+    pub const INSTALL_SNAPSHOT: i32 = 1212;
+    /// Whether the asked member belongs to a group that has worked (`rocketmq_raft::group`).
+    pub const PROBE: i32 = 1214;
+    /// A KV command (JSON body) a member passes on to the leader; answered with the leader's
+    /// applied index in the `applied` field.
+    pub const FORWARDED_WRITE: i32 = 1216;
+
+    /// Whether a request code is the group's: these are taken from members only.
+    pub fn is_peer_code(code: i32) -> bool {
+        matches!(
+            code,
+            APPEND_ENTRIES | VOTE | INSTALL_SNAPSHOT | PROBE | FORWARDED_WRITE
+        )
+    }
+}
+
+const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
+    append_entries: codes::APPEND_ENTRIES,
+    vote: codes::VOTE,
+    install_snapshot: codes::INSTALL_SNAPSHOT,
+    probe: codes::PROBE,
+};
+
+/// A change to the KV config.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KvCommand {
+    /// PUT_KV_CONFIG; no value removes the key, as a Java null value vanishes.
+    Put {
+        namespace: String,
+        key: String,
+        value: Option<String>,
+    },
+    /// DELETE_KV_CONFIG: the key goes, its namespace stays.
+    Delete { namespace: String, key: String },
+    /// A member's own KV file, offered once: what the group lacks is taken.
+    Seed { member: NodeId, table: Table },
+}
+
+/// The replicated KV config.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct KvState {
+    pub table: Table,
+    /// The members whose own file the group has taken (`Seed`).
+    pub seeded: BTreeSet<NodeId>,
+}
+
+impl KvState {
+    fn apply(&mut self, cmd: &KvCommand) {
+        match cmd {
+            KvCommand::Put {
+                namespace,
+                key,
+                value,
+            } => {
+                let ns = self.table.entry(namespace.clone()).or_default();
+                match value {
+                    Some(v) => ns.insert(key.clone(), v.clone()),
+                    None => ns.remove(key),
+                };
+            }
+            KvCommand::Delete { namespace, key } => {
+                if let Some(ns) = self.table.get_mut(namespace) {
+                    ns.remove(key);
+                }
+            }
+            KvCommand::Seed { member, table } => {
+                if self.seeded.insert(*member) {
+                    for (namespace, entries) in table {
+                        let ns = self.table.entry(namespace.clone()).or_default();
+                        for (k, v) in entries {
+                            ns.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+rocketmq_raft::declare_config!(
+    /// Log entries are KV commands; applying one answers nothing.
+    pub KvTypeConfig: D = KvCommand, R = ()
+);
+
+impl rocketmq_raft::Machine for KvState {
+    type C = KvTypeConfig;
+    const NAME: &'static str = "the KV config";
+
+    fn apply(&mut self, cmd: &KvCommand) {
+        KvState::apply(self, cmd)
+    }
+}
+
+/// Raft timing: as the controller's defaults (`controllerRaftHeartbeatIntervalMs`,
+/// `controllerElectionTimeoutMs`), which suit nodes on one network.
+const HEARTBEAT_MS: u64 = 250;
+const ELECTION_TIMEOUT: Duration = Duration::from_millis(750);
+const SNAPSHOT_EVERY: u64 = 5_000;
+/// How long a NameServer that started waits for its group before it serves its own KV file
+/// and says it is ready: its peers may all be down.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(10);
+
+/// What `namesrvPeers` and `namesrvSelfId` say.
+#[derive(Clone, Debug)]
+pub struct Peers {
+    pub self_id: NodeId,
+    /// Node id → remoting address.
+    pub members: BTreeMap<NodeId, String>,
+}
+
+impl Peers {
+    /// `None` when no peers are configured: a lone NameServer.
+    pub fn from_config(peers: &str, self_id: &str) -> anyhow::Result<Option<Peers>> {
+        if peers.trim().is_empty() {
+            return Ok(None);
+        }
+        let listed = rocketmq_controller::config::parse_peers(peers)
+            .map_err(|e| anyhow::anyhow!("namesrvPeers is invalid: {e}"))?;
+        let parts = |id: &str| {
+            rocketmq_controller::config::member_id_parts(id)
+                .map(|(p, n)| (p.to_string(), n))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("namesrvPeers: {id} is not a member id like n0, n1, n2")
+                })
+        };
+        let (prefix, _) = parts(&listed[0].id)?;
+        let mut members = BTreeMap::new();
+        for peer in &listed {
+            let (p, n) = parts(&peer.id)?;
+            if p != prefix {
+                anyhow::bail!(
+                    "namesrvPeers: {} does not share the prefix {prefix}",
+                    peer.id
+                );
+            }
+            members.insert(n, peer.addr.clone());
+        }
+        let (p, id) = parts(self_id.trim()).map_err(|_| {
+            anyhow::anyhow!("namesrvSelfId must name this NameServer among namesrvPeers")
+        })?;
+        if p != prefix || !members.contains_key(&id) {
+            anyhow::bail!("namesrvSelfId {self_id} is not among namesrvPeers");
+        }
+        Ok(Some(Peers {
+            self_id: id,
+            members,
+        }))
+    }
+}
+
+/// Why a KV write failed: answered SYSTEM_ERROR with this remark.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WriteFailed(pub String);
+
+pub struct KvGroup {
+    group: Arc<Group<KvState>>,
+    peers: Peers,
+    /// The members' addresses: the group's requests are taken from these only.
+    peer_ips: HashSet<IpAddr>,
+    /// The connection to the leader writes are passed on over.
+    to_leader: Mutex<Option<(String, Client)>>,
+    /// The applied index the KV store was last made from: stores are made in order.
+    synced: Mutex<Option<u64>>,
+    /// Once this node has caught up with its group, or given up waiting for it.
+    caught_up: AtomicBool,
+    started: Instant,
+}
+
+impl KvGroup {
+    pub async fn start(peers: Peers, store_path: &str) -> anyhow::Result<Arc<KvGroup>> {
+        let settings = Settings {
+            name: "namesrv-kv".into(),
+            members_are: "NameServers",
+            self_id: peers.self_id,
+            members: peers.members.clone(),
+            store_path: store_path.into(),
+            heartbeat_ms: HEARTBEAT_MS,
+            election_timeout: ELECTION_TIMEOUT,
+            snapshot_every: SNAPSHOT_EVERY,
+            codes: RAFT_CODES,
+        };
+        let group = Group::start(settings).await?;
+        let peer_ips = resolve_all(peers.members.values()).await;
+        Ok(Arc::new(KvGroup {
+            group,
+            peers,
+            peer_ips,
+            to_leader: Mutex::new(None),
+            synced: Mutex::new(None),
+            caught_up: AtomicBool::new(false),
+            started: Instant::now(),
+        }))
+    }
+
+    pub async fn shutdown(&self) {
+        self.group.shutdown().await;
+    }
+
+    pub fn is_peer(&self, ip: IpAddr) -> bool {
+        self.peer_ips.contains(&ip)
+    }
+
+    /// Whether this node has caught up with its group since it started (or given up waiting).
+    pub fn caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::Acquire)
+    }
+
+    /// Why this node has not caught up yet.
+    pub fn unready_reason(&self) -> Option<String> {
+        if self.caught_up() {
+            return None;
+        }
+        Some(match self.group.unready_reason() {
+            Some(why) => format!("KV group: {why}"),
+            None => "KV group: its own KV file not yet offered to the group".into(),
+        })
+    }
+
+    /// Applies `cmd` through the group: on the leader, or passed on to it. Answers once the
+    /// command is committed and this node's KV store holds it, or with why not within the
+    /// deadline.
+    pub async fn write(&self, kv: &KvStore, cmd: KvCommand) -> Result<(), WriteFailed> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut last_error;
+        loop {
+            let attempt = match self.group.leader() {
+                Some(leader) if leader == self.peers.self_id => {
+                    self.group.write(cmd.clone()).await.map(|()| self.applied())
+                }
+                Some(leader) => self.forward(leader, &cmd, deadline).await,
+                None => Err(ConsensusError::Failed("no leader known".into())),
+            };
+            match attempt {
+                Ok(applied) => {
+                    self.await_applied(kv, applied, deadline).await;
+                    return Ok(());
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+            if Instant::now() + Duration::from_millis(100) >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(WriteFailed(format!(
+            "KV write not committed within {} s: no quorum of NameServers ({}) answered; last: {}",
+            DEADLINE.as_secs(),
+            self.peers.members.len(),
+            last_error
+        )))
+    }
+
+    fn applied(&self) -> Option<u64> {
+        self.group.applied_index()
+    }
+
+    /// Passes `cmd` to the leader; the leader's applied index once it is committed.
+    async fn forward(
+        &self,
+        leader: NodeId,
+        cmd: &KvCommand,
+        deadline: Instant,
+    ) -> Result<Option<u64>, ConsensusError> {
+        let failed = |why: String| ConsensusError::Failed(why);
+        let addr = self
+            .peers
+            .members
+            .get(&leader)
+            .cloned()
+            .ok_or_else(|| failed(format!("leader {leader} is not a configured peer")))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let pooled = self
+            .to_leader
+            .lock()
+            .as_ref()
+            .filter(|(a, _)| *a == addr)
+            .map(|(_, c)| c.clone());
+        let client = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Client::connect_from(&addr, self.group.source(), left.min(DEADLINE))
+                    .await
+                    .map_err(|e| failed(format!("cannot reach the leader {addr}: {e}")))?;
+                *self.to_leader.lock() = Some((addr.clone(), c.clone()));
+                c
+            }
+        };
+        let body = serde_json::to_vec(cmd).map_err(|e| failed(e.to_string()))?;
+        let request = RemotingCommand::request(codes::FORWARDED_WRITE).with_body(body);
+        let answer = match client.invoke(request, left).await {
+            Ok(a) => a,
+            Err(e) => {
+                *self.to_leader.lock() = None;
+                return Err(failed(format!("the leader {addr} did not answer: {e}")));
+            }
+        };
+        if answer.code != resp::SUCCESS {
+            return Err(failed(answer.remark.unwrap_or_default()));
+        }
+        Ok(answer.ext_i64("applied").map(|a| a as u64))
+    }
+
+    /// A write another member passed on: applied if this node leads.
+    pub async fn serve_forwarded(&self, r: &RemotingCommand) -> RemotingCommand {
+        let answer = |code| RemotingCommand::response_to(r, code);
+        let Some(cmd) = r
+            .body
+            .as_deref()
+            .and_then(|b| serde_json::from_slice::<KvCommand>(b).ok())
+        else {
+            return answer(resp::SYSTEM_ERROR).with_remark("malformed KV command");
+        };
+        match self.group.write(cmd).await {
+            Ok(()) => match self.applied() {
+                Some(applied) => answer(resp::SUCCESS).with_ext("applied", applied),
+                None => answer(resp::SUCCESS),
+            },
+            Err(e) => answer(resp::SYSTEM_ERROR).with_remark(e.to_string()),
+        }
+    }
+
+    /// A Raft request from another member.
+    pub async fn serve_raft(&self, r: &RemotingCommand) -> RemotingCommand {
+        let answer = |code| RemotingCommand::response_to(r, code);
+        match self.group.serve(r.code, r.body.as_deref()).await {
+            Some(Served::Answer(body)) => answer(resp::SUCCESS).with_body(body),
+            Some(Served::Refused(why)) => answer(resp::SYSTEM_ERROR).with_remark(why),
+            Some(Served::Malformed) | None => {
+                answer(resp::SYSTEM_ERROR).with_remark("malformed raft message")
+            }
+        }
+    }
+
+    /// Waits (within the deadline) until this node has applied `applied`, then makes its KV
+    /// store from the group's state: what was just written is read back from this node.
+    async fn await_applied(&self, kv: &KvStore, applied: Option<u64>, deadline: Instant) {
+        let mut metrics = self.group.raft().metrics();
+        loop {
+            let have = metrics.borrow().last_applied.map(|l| l.index);
+            if have >= applied {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || tokio::time::timeout(left, metrics.changed()).await.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = self.sync(kv) {
+            tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
+        }
+    }
+
+    /// Makes the KV store the group's state as applied here, once this node's own file has
+    /// been offered to the group; never an older state over a newer one.
+    fn sync(&self, kv: &KvStore) -> Result<(), crate::kv::KvError> {
+        let mut synced = self.synced.lock();
+        let (index, state) = {
+            let applied = self.group.applied().read();
+            (applied.last_applied.map(|l| l.index), applied.state.clone())
+        };
+        let stale = synced.is_some() && *synced >= index;
+        if !state.seeded.contains(&self.peers.self_id) || stale {
+            return Ok(());
+        }
+        kv.replace(state.table)?;
+        *synced = index;
+        Ok(())
+    }
+
+    /// Whether this node has a leader and has applied what that leader had applied when asked:
+    /// a node back from a crash is ready only once it holds every write acknowledged before.
+    async fn holds_what_the_leader_applied(&self) -> bool {
+        if self.group.unready_reason().is_some() {
+            return false;
+        }
+        let Some(leader) = self.group.leader() else {
+            return false;
+        };
+        if leader == self.peers.self_id {
+            return true;
+        }
+        let Some(addr) = self.peers.members.get(&leader) else {
+            return false;
+        };
+        match self.group.probe(addr).await {
+            Some(probe) => self.applied() >= probe.applied,
+            None => false,
+        }
+    }
+
+    /// Offers this node's own KV file to the group once, keeps the KV store up with what this
+    /// node applies, and notes when it has caught up.
+    pub async fn follow(
+        self: Arc<Self>,
+        kv: Arc<KvStore>,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let mut metrics = self.group.raft().metrics();
+        loop {
+            let seeded = self
+                .group
+                .applied()
+                .read()
+                .state
+                .seeded
+                .contains(&self.peers.self_id);
+            if !seeded && self.group.leader().is_some() {
+                let cmd = KvCommand::Seed {
+                    member: self.peers.self_id,
+                    table: kv.table(),
+                };
+                match self.write(&kv, cmd).await {
+                    Ok(()) => tracing::info!("this NameServer's KV file was offered to its group"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot offer the KV file to the group yet")
+                    }
+                }
+            }
+            let this = self.clone();
+            let store = kv.clone();
+            let synced = tokio::task::spawn_blocking(move || this.sync(&store)).await;
+            if let Ok(Err(e)) = synced {
+                tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
+            }
+            if !self.caught_up() {
+                let ready = seeded && self.holds_what_the_leader_applied().await;
+                if ready || self.started.elapsed() >= CATCH_UP_LIMIT {
+                    if !ready {
+                        tracing::warn!(
+                            "no KV group reached within {} s: serving this NameServer's own KV \
+                             file until it is",
+                            CATCH_UP_LIMIT.as_secs()
+                        );
+                    }
+                    self.caught_up.store(true, Ordering::Release);
+                }
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(entries: &[(&str, &str, &str)]) -> Table {
+        let mut t = Table::new();
+        for (ns, k, v) in entries {
+            t.entry(ns.to_string())
+                .or_default()
+                .insert(k.to_string(), v.to_string());
+        }
+        t
+    }
+
+    #[test]
+    fn a_seed_adds_only_what_the_group_lacks_and_only_once_per_member() {
+        let mut state = KvState::default();
+        state.apply(&KvCommand::Put {
+            namespace: "ns".into(),
+            key: "a".into(),
+            value: Some("group".into()),
+        });
+        state.apply(&KvCommand::Seed {
+            member: 1,
+            table: table(&[("ns", "a", "file"), ("ns", "b", "file")]),
+        });
+        assert_eq!(
+            state.table,
+            table(&[("ns", "a", "group"), ("ns", "b", "file")])
+        );
+        state.apply(&KvCommand::Delete {
+            namespace: "ns".into(),
+            key: "b".into(),
+        });
+        // Offered again (a restart before it saw its seed applied): nothing comes back.
+        state.apply(&KvCommand::Seed {
+            member: 1,
+            table: table(&[("ns", "b", "file")]),
+        });
+        assert_eq!(state.table, table(&[("ns", "a", "group")]));
+        assert_eq!(state.seeded, BTreeSet::from([1]));
+    }
+
+    #[test]
+    fn a_put_without_a_value_removes_the_key_and_a_delete_keeps_the_namespace() {
+        let mut state = KvState::default();
+        let put = |v: Option<&str>| KvCommand::Put {
+            namespace: "ns".into(),
+            key: "k".into(),
+            value: v.map(String::from),
+        };
+        state.apply(&put(Some("v")));
+        state.apply(&put(None));
+        assert_eq!(state.table["ns"].len(), 0);
+        state.apply(&put(Some("v")));
+        state.apply(&KvCommand::Delete {
+            namespace: "ns".into(),
+            key: "k".into(),
+        });
+        assert!(state.table.contains_key("ns"));
+    }
+
+    #[test]
+    fn peers_are_read_as_the_controller_s_peer_list_and_must_name_this_node() {
+        let peers = Peers::from_config("n0-127.0.0.1:9876;n1-127.0.0.2:9876", "n1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(peers.self_id, 1);
+        assert_eq!(peers.members[&0], "127.0.0.1:9876");
+        assert!(Peers::from_config("", "").unwrap().is_none());
+        assert!(Peers::from_config("n0-127.0.0.1:9876", "n5").is_err());
+        assert!(Peers::from_config("n0-127.0.0.1", "n0").is_err());
+        assert!(Peers::from_config("n0-127.0.0.1:1;m1-127.0.0.1:2", "n0").is_err());
+    }
+}

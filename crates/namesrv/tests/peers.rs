@@ -1,0 +1,190 @@
+//! NameServers that list each other in `namesrvPeers`: the KV config is replicated through their
+//! Raft group. Three real `mqnamesrv` processes on loopback, killed with SIGKILL and restarted.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use namesrv_testkit::*;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
+use support::MQNAMESRV;
+
+const READY: Duration = Duration::from_secs(30);
+
+async fn get_kv(cluster: &NamesrvCluster, i: usize, ns: &str, key: &str) -> Option<String> {
+    let client = cluster.client(i).await;
+    let answer = call(&client, kv_request(request::GET_KV_CONFIG, ns, key)).await;
+    (answer.code == response::SUCCESS)
+        .then(|| answer.ext("value").map(String::from))
+        .flatten()
+}
+
+/// A KV write sent to node `i`, with time for the group's deadline to pass.
+async fn write(cluster: &NamesrvCluster, i: usize, cmd: RemotingCommand) -> RemotingCommand {
+    let client = cluster.client(i).await;
+    client
+        .invoke(cmd, Duration::from_secs(15))
+        .await
+        .expect("the NameServer answers")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kv_write_to_any_nameserver_is_read_back_from_all_three() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    for i in 0..3 {
+        let put = write(&cluster, i, put_kv_request("ns", &format!("k{i}"), "v")).await;
+        assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+        // Read back at once from the NameServer that took it, leader or not.
+        assert_eq!(
+            get_kv(&cluster, i, "ns", &format!("k{i}")).await.as_deref(),
+            Some("v")
+        );
+    }
+    for i in 0..3 {
+        for k in 0..3 {
+            let key = format!("k{k}");
+            eventually(
+                "every write on every NameServer",
+                Duration::from_secs(3),
+                || {
+                    let key = key.clone();
+                    let cluster = &cluster;
+                    async move { get_kv(cluster, i, "ns", &key).await.as_deref() == Some("v") }
+                },
+            )
+            .await;
+        }
+    }
+    let delete = write(
+        &cluster,
+        2,
+        kv_request(request::DELETE_KV_CONFIG, "ns", "k0"),
+    )
+    .await;
+    assert_eq!(delete.code, response::SUCCESS);
+    eventually(
+        "the delete on every NameServer",
+        Duration::from_secs(3),
+        || async {
+            let mut gone = true;
+            for i in 0..3 {
+                gone &= get_kv(&cluster, i, "ns", "k0").await.is_none();
+            }
+            gone
+        },
+    )
+    .await;
+    // The file a lone NameServer reads holds the replicated table, in Java's format.
+    let file = std::fs::read_to_string(cluster.home(1).join("namesrv").join("kvConfig.json"))
+        .unwrap_or_default();
+    assert!(file.contains(r#""k1":"v""#), "{file}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nameserver_that_was_down_holds_every_write_before_it_says_it_is_ready() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    cluster.kill(2);
+    for k in 0..100 {
+        let put = write(
+            &cluster,
+            k % 2,
+            put_kv_request("ns", &format!("k{k:03}"), "v"),
+        )
+        .await;
+        assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    }
+    for k in 0..10 {
+        let delete = write(
+            &cluster,
+            1,
+            kv_request(request::DELETE_KV_CONFIG, "ns", &format!("k{k:03}")),
+        )
+        .await;
+        assert_eq!(delete.code, response::SUCCESS, "{:?}", delete.remark);
+    }
+    cluster.restart(2);
+    cluster.node_ready(2, READY).await;
+    // Ready means caught up: no waiting from here on.
+    let client = cluster.client(2).await;
+    let listed = call(
+        &client,
+        RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", "ns"),
+    )
+    .await;
+    assert_eq!(listed.code, response::SUCCESS);
+    let body = body_text(&listed);
+    for k in 0..100 {
+        let key = format!("\"k{k:03}\"");
+        assert_eq!(body.contains(&key), k >= 10, "{key} in {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_quorum_a_kv_write_fails_clearly_and_nothing_acknowledged_is_lost() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let put = write(&cluster, 0, put_kv_request("ns", "kept", "1")).await;
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    cluster.kill(1);
+    cluster.kill(2);
+    let began = Instant::now();
+    let refused = write(&cluster, 0, put_kv_request("ns", "lost", "1")).await;
+    let took = began.elapsed();
+    assert_eq!(refused.code, response::SYSTEM_ERROR);
+    let remark = refused.remark.unwrap_or_default();
+    assert!(remark.contains("quorum"), "{remark}");
+    assert!(took < Duration::from_secs(7), "answered after {took:?}");
+    // Reads stay local and go on.
+    assert_eq!(
+        get_kv(&cluster, 0, "ns", "kept").await.as_deref(),
+        Some("1")
+    );
+    cluster.restart(1);
+    cluster.restart(2);
+    cluster.ready(READY).await;
+    let put = write(&cluster, 2, put_kv_request("ns", "after", "1")).await;
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    for i in 0..3 {
+        eventually(
+            "the acknowledged writes everywhere",
+            Duration::from_secs(3),
+            || async {
+                get_kv(&cluster, i, "ns", "kept").await.as_deref() == Some("1")
+                    && get_kv(&cluster, i, "ns", "after").await.as_deref() == Some("1")
+            },
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kv_group_s_requests_are_refused_from_a_non_member_and_by_a_lone_nameserver() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    // A forged vote from another loopback address, which no member has.
+    let stranger = rocketmq_wire::client::Client::connect_from(
+        &cluster.addrs[0],
+        Some("127.0.0.2".parse().unwrap()),
+        Duration::from_secs(2),
+    )
+    .await
+    .unwrap();
+    let vote = stranger
+        .invoke(
+            RemotingCommand::request(1211).with_body(&b"{}"[..]),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(vote.code, response::NO_PERMISSION, "{:?}", vote.remark);
+    let lone = MQNAMESRV.start();
+    let client = lone.client().await;
+    let vote = call(
+        &client,
+        RemotingCommand::request(1211).with_body(&b"{}"[..]),
+    )
+    .await;
+    assert_eq!(vote.code, response::REQUEST_CODE_NOT_SUPPORTED);
+}
