@@ -188,3 +188,52 @@ async fn the_kv_group_s_requests_are_refused_from_a_non_member_and_by_a_lone_nam
     .await;
     assert_eq!(vote.code, response::REQUEST_CODE_NOT_SUPPORTED);
 }
+
+/// A stream of writes while each NameServer in turn, the leader among them, is killed with
+/// SIGKILL and restarted: every write that was answered SUCCESS is on all three at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_acknowledged_kv_write_is_lost_when_any_nameserver_is_killed() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let mut acknowledged = Vec::new();
+    let mut refused = 0;
+    let mut n = 0;
+    for victim in 0..3 {
+        let writers: Vec<usize> = (0..3).filter(|i| *i != victim).collect();
+        for round in 0..60 {
+            if round == 20 {
+                cluster.kill(victim);
+            }
+            let target = writers[round % 2];
+            let key = format!("k{n:04}");
+            n += 1;
+            let answer = write(&cluster, target, put_kv_request("ns", &key, "v")).await;
+            if answer.code == response::SUCCESS {
+                acknowledged.push(key);
+            } else {
+                refused += 1;
+            }
+        }
+        cluster.restart(victim);
+        cluster.ready(READY).await;
+    }
+    assert!(
+        acknowledged.len() >= 150,
+        "{} acknowledged, {refused} refused: a group that lost one member still writes",
+        acknowledged.len()
+    );
+    for i in 0..3 {
+        let client = cluster.client(i).await;
+        let listed = call(
+            &client,
+            RemotingCommand::request(request::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", "ns"),
+        )
+        .await;
+        let body = body_text(&listed);
+        let missing: Vec<&String> = acknowledged
+            .iter()
+            .filter(|k| !body.contains(&format!("\"{k}\"")))
+            .collect();
+        assert!(missing.is_empty(), "node {i} lacks acknowledged {missing:?}");
+    }
+}
