@@ -138,6 +138,8 @@ pub struct Peers {
     pub self_id: NodeId,
     /// Node id → remoting address.
     pub members: BTreeMap<NodeId, String>,
+    /// `n` in `n0`: how members are named.
+    prefix: String,
 }
 
 impl Peers {
@@ -176,7 +178,13 @@ impl Peers {
         Ok(Some(Peers {
             self_id: id,
             members,
+            prefix,
         }))
+    }
+
+    /// A member's id as `namesrvPeers` names it.
+    pub fn name(&self, id: NodeId) -> String {
+        format!("{}{id}", self.prefix)
     }
 }
 
@@ -231,6 +239,33 @@ impl KvGroup {
 
     pub fn is_peer(&self, ip: IpAddr) -> bool {
         self.peer_ips.contains(&ip)
+    }
+
+    /// What the status page shows of the group.
+    pub fn view(&self) -> PeersView {
+        let figures = self.group.figures();
+        PeersView {
+            self_id: self.peers.name(self.peers.self_id),
+            role: figures.role,
+            term: figures.term,
+            leader: self.group.leader().map(|id| self.peers.name(id)),
+            applied: self.applied(),
+            caught_up: self.caught_up(),
+            quorum_contact_ms: figures.quorum_contact_ms,
+            members: figures
+                .members
+                .into_iter()
+                .map(|m| PeerView {
+                    id: self.peers.name(m.node),
+                    address: m.address,
+                    role: m.role,
+                    lag: m.lag,
+                    last_answer_ms: m.last_answer_ms,
+                    this_node: m.this_node,
+                })
+                .collect(),
+            commits: self.group.commits(),
+        }
     }
 
     /// Whether this node has caught up with its group since it started (or given up waiting).
@@ -477,6 +512,76 @@ impl KvGroup {
     }
 }
 
+/// The KV group as the status page shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeersView {
+    pub self_id: String,
+    pub role: String,
+    pub term: u64,
+    /// The leader this node vouches for (heard from within the lease, or itself).
+    pub leader: Option<String>,
+    pub applied: Option<u64>,
+    pub caught_up: bool,
+    pub quorum_contact_ms: Option<u64>,
+    pub members: Vec<PeerView>,
+    /// KV writes this node committed as leader since it started.
+    pub commits: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PeerView {
+    pub id: String,
+    pub address: String,
+    pub role: &'static str,
+    /// Entries it lacks (known on the leader).
+    pub lag: Option<u64>,
+    pub last_answer_ms: Option<u64>,
+    pub this_node: bool,
+}
+
+/// The group's series on `/metrics` (`namesrv_peers_kv_*`, as the controller's group's are
+/// `namesrv_controller_*`), and whether this node has caught up.
+struct KvGroupCollector(Arc<KvGroup>);
+
+impl std::fmt::Debug for KvGroupCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KvGroupCollector")
+    }
+}
+
+impl prometheus_client::collector::Collector for KvGroupCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> std::fmt::Result {
+        let g = &self.0;
+        rocketmq_raft::metrics::encode(
+            &mut encoder,
+            "peers_kv",
+            &g.group.figures(),
+            |id| g.peers.name(id),
+            g.group.commit_seconds(),
+        )?;
+        rocketmq_raft::metrics::gauge(
+            &mut encoder,
+            "peers_kv_caught_up",
+            "1 once this NameServer has caught up with its KV group since it started",
+            i64::from(g.caught_up()),
+        )?;
+        rocketmq_raft::metrics::gauge(
+            &mut encoder,
+            "peers_kv_applied_index",
+            "The last KV group log entry this NameServer applied",
+            g.applied().unwrap_or(0) as i64,
+        )
+    }
+}
+
+/// Adds the group's series to every scrape of `registry`.
+pub fn register_metrics(registry: &mut prometheus_client::registry::Registry, group: Arc<KvGroup>) {
+    registry.register_collector(Box::new(KvGroupCollector(group)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,6 +651,7 @@ mod tests {
             .unwrap();
         assert_eq!(peers.self_id, 1);
         assert_eq!(peers.members[&0], "127.0.0.1:9876");
+        assert_eq!(peers.name(1), "n1");
         assert!(Peers::from_config("", "").unwrap().is_none());
         assert!(Peers::from_config("n0-127.0.0.1:9876", "n5").is_err());
         assert!(Peers::from_config("n0-127.0.0.1", "n0").is_err());

@@ -207,6 +207,9 @@ pub async fn run(
     if let Some(running) = &controller {
         metrics.watch_controller(running.controller.clone());
     }
+    if let Some(group) = &kv_group {
+        metrics.watch_kv_group(group.clone());
+    }
     let routes = RouteTable::with_registry(registry);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),

@@ -251,6 +251,11 @@ impl Metrics {
         rocketmq_controller::metrics::register(&mut self.registry, controller);
     }
 
+    /// Adds the NameServers' KV group's figures to every scrape.
+    pub fn watch_kv_group(&mut self, group: Arc<crate::kv_group::KvGroup>) {
+        crate::kv_group::register_metrics(&mut self.registry, group);
+    }
+
     /// Counts a request; `served` says whether the server serves its code.
     pub fn request(&self, code: i32, served: bool, result: i32, took: Duration) {
         let code = code_label(code, served);

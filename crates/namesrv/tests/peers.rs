@@ -76,6 +76,30 @@ async fn a_kv_write_to_any_nameserver_is_read_back_from_all_three() {
         },
     )
     .await;
+    // One leader, named alike by all three on the status page and in the metrics.
+    let mut leaders = 0;
+    let mut named = std::collections::BTreeSet::new();
+    for i in 0..3 {
+        let node = cluster.node(i);
+        let status: serde_json::Value =
+            serde_json::from_str(&node.http_get("/status.json").await).unwrap();
+        let peers = &status["peers"];
+        assert_eq!(peers["self_id"], format!("n{i}"));
+        assert_eq!(peers["members"].as_array().unwrap().len(), 3, "{peers}");
+        assert_eq!(peers["caught_up"], true);
+        named.insert(peers["leader"].as_str().unwrap_or_default().to_string());
+        let metrics = node.http_get("/metrics").await;
+        leaders += metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("namesrv_peers_kv_is_leader "))
+            .expect("the KV group's series are exported")
+            .trim()
+            .parse::<u32>()
+            .unwrap();
+        assert!(node.http_get("/").await.contains("<h2>Peers</h2>"));
+    }
+    assert_eq!(leaders, 1);
+    assert_eq!(named.len(), 1, "{named:?}");
     // The file a lone NameServer reads holds the replicated table, in Java's format.
     let file = std::fs::read_to_string(cluster.home(1).join("namesrv").join("kvConfig.json"))
         .unwrap_or_default();
@@ -234,6 +258,9 @@ async fn no_acknowledged_kv_write_is_lost_when_any_nameserver_is_killed() {
             .iter()
             .filter(|k| !body.contains(&format!("\"{k}\"")))
             .collect();
-        assert!(missing.is_empty(), "node {i} lacks acknowledged {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "node {i} lacks acknowledged {missing:?}"
+        );
     }
 }

@@ -226,7 +226,7 @@ impl Controller {
         })
     }
 
-    fn name(&self, id: u64) -> String {
+    pub(crate) fn name(&self, id: u64) -> String {
         self.config.read().member_name(id)
     }
 
@@ -251,39 +251,24 @@ impl Controller {
     }
 
     /// Each member with its Raft id, as this node's Raft core knows the membership, `leader`
-    /// named the leader; what each holds of the log is known on the leader only (and this node
-    /// holds its own).
+    /// named the leader (`Group::members`).
     pub(crate) fn member_rows(&self, leader: Option<u64>) -> Vec<(u64, ControllerMember)> {
-        let m = self.raft().metrics().borrow().clone();
-        let members = self.membership();
-        let last = m.last_log_index;
-        let replication = m.replication.clone().unwrap_or_default();
-        members
-            .nodes
+        self.group()
+            .members(leader)
             .iter()
-            .map(|(id, addr)| {
-                let matched = if *id == m.id {
-                    last
-                } else {
-                    replication.get(id).copied().flatten().map(|l| l.index)
-                };
-                let role = if Some(*id) == leader {
-                    "leader"
-                } else if members.voters.contains(id) {
-                    "follower"
-                } else {
-                    "learner"
-                };
-                let row = ControllerMember {
-                    id: self.name(*id),
-                    address: addr.clone(),
-                    role: role.into(),
-                    matched_index: matched,
-                    lag: matched.map(|i| last.unwrap_or(0).saturating_sub(i)),
-                };
-                (*id, row)
-            })
+            .map(|m| (m.node, self.member_row(m)))
             .collect()
+    }
+
+    /// A member as LIST_MEMBERS answers it, named as the config names members.
+    pub(crate) fn member_row(&self, m: &rocketmq_raft::metrics::Member) -> ControllerMember {
+        ControllerMember {
+            id: self.name(m.node),
+            address: m.address.clone(),
+            role: m.role.into(),
+            matched_index: m.matched_index,
+            lag: m.lag,
+        }
     }
 
     /// How many entries of the leader's log `id` lacks, as the leader last heard; `None` while

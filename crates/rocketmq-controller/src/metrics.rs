@@ -1,5 +1,5 @@
-//! The node's Prometheus metrics, read from [`Controller::view`] at scrape time, plus the commit
-//! latency histogram. The NameServer registers the same collector for its embedded node, so a
+//! The node's Prometheus metrics, read from [`Controller::view`] at scrape time: the group's own
+//! series (`rocketmq_raft::metrics`, under `controller_`) and the controller's. The NameServer registers the same collector for its embedded node, so a
 //! dashboard reads a standalone and an embedded controller alike: both name their series
 //! `namesrv_controller_*` (the registry's prefix is `namesrv`).
 
@@ -11,6 +11,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use rocketmq_http::Escaped;
+use rocketmq_raft::metrics::gauge;
 
 use crate::node::Controller;
 use crate::replicated::GroupView;
@@ -29,11 +30,6 @@ impl std::fmt::Debug for ControllerCollector {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RoleLabel {
-    role: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: &'static str,
 }
@@ -44,65 +40,16 @@ struct GroupLabels {
     broker_name: Escaped,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct MemberLabels {
-    member: Escaped,
-    address: Escaped,
-}
-
-fn gauge<T: prometheus_client::encoding::EncodeGaugeValue + Default + Copy>(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    value: T,
-) -> std::fmt::Result
-where
-    ConstGauge<T>: EncodeMetric,
-{
-    let g = ConstGauge::new(value);
-    g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
-}
-
 impl Collector for ControllerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let v = self.0.view(usize::MAX);
-        {
-            let g = ConstGauge::new(1i64);
-            let mut family = encoder.encode_descriptor(
-                "controller_role",
-                "This controller node's Raft role (1 on the current one)",
-                None,
-                g.metric_type(),
-            )?;
-            g.encode(family.encode_family(&RoleLabel {
-                role: v.role.to_lowercase(),
-            })?)?;
-        }
-        gauge(
+        let group = self.0.group();
+        rocketmq_raft::metrics::encode(
             &mut encoder,
-            "controller_is_leader",
-            "1 when this controller node leads its group",
-            i64::from(v.leader_id.as_deref() == Some(v.self_id.as_str())),
-        )?;
-        gauge(
-            &mut encoder,
-            "controller_has_leader",
-            "1 when this node names a leader it has heard from within the lease (itself included)",
-            i64::from(v.leader_id.is_some()),
-        )?;
-        gauge(
-            &mut encoder,
-            "controller_term",
-            "The Raft term this node is in",
-            v.term as i64,
-        )?;
-        gauge(
-            &mut encoder,
-            "controller_quorum_contact_age_seconds",
-            "Seconds since this node last had word from a working group: as leader a quorum's \
-             acknowledgement, as follower the leader's AppendEntries (+Inf: never)",
-            v.quorum_contact_ms
-                .map_or(f64::INFINITY, |ms| ms as f64 / 1000.0),
+            "controller",
+            &group.figures(),
+            |id| self.0.name(id),
+            group.commit_seconds(),
         )?;
         gauge(
             &mut encoder,
@@ -140,47 +87,6 @@ impl Collector for ControllerCollector {
         ] {
             let c = ConstCounter::new(n);
             c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
-        }
-        {
-            let g = ConstGauge::new(0i64);
-            let mut family = encoder.encode_descriptor(
-                "controller_members",
-                "Members of the controller group as this node knows them, by role",
-                None,
-                g.metric_type(),
-            )?;
-            for role in ["leader", "follower", "learner"] {
-                let n = v.members.iter().filter(|m| m.member.role == role).count() as i64;
-                ConstGauge::new(n).encode(family.encode_family(&RoleLabel {
-                    role: role.to_string(),
-                })?)?;
-            }
-        }
-        // Per member, from the leader only: a follower does not replicate to anyone.
-        for (name, help, value) in [
-            (
-                "controller_member_lag_entries",
-                "Log entries each member lacks (on the leader)",
-                (|m: &crate::node::MemberView| m.member.lag.map(|l| l as f64))
-                    as fn(&crate::node::MemberView) -> Option<f64>,
-            ),
-            (
-                "controller_member_answer_age_seconds",
-                "Seconds since each member last answered the leader's Raft requests",
-                |m| m.last_answer_ms.map(|ms| ms as f64 / 1000.0),
-            ),
-        ] {
-            let g = ConstGauge::new(0f64);
-            let mut family = encoder.encode_descriptor(name, help, None, g.metric_type())?;
-            for m in v.members.iter().filter(|m| !m.this_node) {
-                if let Some(x) = value(m) {
-                    let labels = MemberLabels {
-                        member: Escaped(m.member.id.clone()),
-                        address: Escaped(m.member.address.clone()),
-                    };
-                    ConstGauge::new(x).encode(family.encode_family(&labels)?)?;
-                }
-            }
         }
         let live_in = |g: &GroupView| {
             v.live
@@ -221,12 +127,6 @@ impl Collector for ControllerCollector {
                     .encode(family.encode_family(&labels)?)?;
             }
         }
-        let h = self.0.commit_seconds();
-        h.encode(encoder.encode_descriptor(
-            "controller_commit",
-            "Time from proposing a change to the group to its being applied here",
-            Some(&prometheus_client::registry::Unit::Seconds),
-            h.metric_type(),
-        )?)
+        Ok(())
     }
 }

@@ -238,18 +238,14 @@ impl Controller {
     /// log lag and last answer are known on the leader only, which replicates to the others.
     fn members(&self) -> Vec<MemberView> {
         let leader = self.raft().metrics().borrow().current_leader;
-        let answered = self.group.answered().lock().clone();
-        let self_node = self.config.read().self_node_id();
-        self.member_rows(leader)
+        self.group
+            .members(leader)
             .into_iter()
-            .map(|(id, member)| MemberView {
-                node: id,
-                this_node: id == self_node,
-                last_answer_ms: (id != self_node)
-                    .then(|| answered.get(&member.address))
-                    .flatten()
-                    .map(|at| at.elapsed().as_millis() as u64),
-                member,
+            .map(|m| MemberView {
+                node: m.node,
+                this_node: m.this_node,
+                last_answer_ms: m.last_answer_ms,
+                member: self.member_row(&m),
             })
             .collect()
     }

@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::{Figures, Member};
 use crate::network::Answered;
 use crate::{store, Applied, Codes, LogStore, Machine, Network, NodeId, StateMachine};
 
@@ -349,6 +350,63 @@ impl<M: Machine> Group<M> {
     /// Proposals committed since the node started.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Each member as this node's Raft core knows the membership, `leader` named the leader;
+    /// what each holds of the log is known on the leader only (and this node holds its own).
+    pub fn members(&self, leader: Option<NodeId>) -> Vec<Member> {
+        let m = self.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership().clone();
+        let voters: HashSet<NodeId> = membership.voter_ids().collect();
+        let last = m.last_log_index;
+        let replication = m.replication.clone().unwrap_or_default();
+        let answered = self.answered.lock().clone();
+        membership
+            .nodes()
+            .map(|(id, node)| {
+                let this_node = *id == m.id;
+                let matched_index = if this_node {
+                    last
+                } else {
+                    replication.get(id).copied().flatten().map(|l| l.index)
+                };
+                let role = if Some(*id) == leader {
+                    "leader"
+                } else if voters.contains(id) {
+                    "follower"
+                } else {
+                    "learner"
+                };
+                Member {
+                    node: *id,
+                    address: node.addr.clone(),
+                    role,
+                    matched_index,
+                    lag: matched_index.map(|i| last.unwrap_or(0).saturating_sub(i)),
+                    last_answer_ms: (!this_node)
+                        .then(|| answered.get(&node.addr))
+                        .flatten()
+                        .map(|at| at.elapsed().as_millis() as u64),
+                    this_node,
+                }
+            })
+            .collect()
+    }
+
+    /// What the group's series show now (`metrics::encode`).
+    pub fn figures(&self) -> Figures {
+        let status = self.status();
+        let leader = self.raft.metrics().borrow().current_leader;
+        Figures {
+            role: status.state,
+            is_leader: self.is_leader(),
+            has_leader: self.leader().is_some(),
+            term: status.term,
+            quorum_contact_ms: self
+                .quorum_contact()
+                .map(|at| at.elapsed().as_millis() as u64),
+            members: self.members(leader),
+        }
     }
 
     /// Whether this node is in the membership as a learner (added, not yet a voter).

@@ -5,6 +5,7 @@
 //!
 //! - [`group`]: the group's life on one node: forming or rejoining it, the leader's lease,
 //!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
+//! - [`metrics`]: a group's Prometheus series under the user's prefix;
 //! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
 //!   machine rebuilt from them;
 //! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`].
@@ -14,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod group;
+pub mod metrics;
 pub mod network;
 pub mod store;
 

@@ -192,6 +192,9 @@ struct Status {
     /// The embedded controller node, when `enableControllerInNamesrv` is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     controller: Option<rocketmq_controller::ControllerView>,
+    /// The NameServers' KV group, when `namesrvPeers` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peers: Option<crate::kv_group::PeersView>,
 }
 
 #[derive(Serialize)]
@@ -395,6 +398,7 @@ fn status(http: &Http, q: &PageQuery, host: Option<&str>) -> Status {
             points,
         },
         controller: state.controller.as_ref().map(|c| c.view(PAGE_ROWS)),
+        peers: state.kv_group.as_ref().map(|g| g.view()),
     }
 }
 
@@ -514,6 +518,9 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
 
     if let Some(c) = &s.controller {
         rocketmq_controller::page::section(&mut page, c);
+    }
+    if let Some(p) = &s.peers {
+        peers_section(&mut page, p);
     }
 
     page.push_str("<h2>Attention</h2><ul id=attention>");
@@ -692,4 +699,53 @@ mod tests {
             "a nonsensical timeout is not healthy"
         );
     }
+}
+
+/// The KV group's section: this node's part and every member (`showPeers` in `status.js`
+/// redraws it).
+fn peers_section(page: &mut String, p: &crate::kv_group::PeersView) {
+    let _ = write!(
+        page,
+        "<h2>Peers</h2><p id=peers>{}</p>",
+        esc(&peers_summary(p))
+    );
+    page.push_str(
+        "<table id=peer-members><tr><th>member</th><th>address</th><th>role</th>\
+         <th>last answer</th><th>log lag</th></tr>",
+    );
+    for m in &p.members {
+        let name = if m.this_node {
+            format!("{} (this node)", m.id)
+        } else {
+            m.id.clone()
+        };
+        let answer = match (m.this_node, m.last_answer_ms) {
+            (true, _) => "-".to_string(),
+            (false, Some(ms)) => format!("{} ago", seconds(ms as i64)),
+            (false, None) => "not known here".to_string(),
+        };
+        let lag = m.lag.map_or("-".to_string(), |l| l.to_string());
+        cells(page, &[&name, &m.address, m.role, &answer, &lag]);
+    }
+    if p.members.is_empty() {
+        empty_row(page, 5, "no member: the group has not formed");
+    }
+    page.push_str("</table>");
+}
+
+/// One line on the node's part in the KV group; `status.js` writes the same.
+fn peers_summary(p: &crate::kv_group::PeersView) -> String {
+    format!(
+        "NameServer {} of the KV group: {}, term {}, leader {}; applied entry {}; {}",
+        p.self_id,
+        p.role,
+        p.term,
+        p.leader.as_deref().unwrap_or("none"),
+        p.applied.map_or("none".to_string(), |a| a.to_string()),
+        if p.caught_up {
+            "caught up"
+        } else {
+            "catching up"
+        }
+    )
 }
