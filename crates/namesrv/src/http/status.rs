@@ -682,25 +682,6 @@ fn route_section(page: &mut String, state: &State, topic: &str) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heartbeats_turn_late_past_half_their_timeout_and_expiring_near_it() {
-        assert_eq!(health(0, 120_000), "ok");
-        assert_eq!(health(59_999, 120_000), "ok");
-        assert_eq!(health(60_000, 120_000), "late");
-        assert_eq!(health(107_999, 120_000), "late");
-        assert_eq!(health(108_000, 120_000), "expiring");
-        assert_eq!(
-            health(1, 0),
-            "expiring",
-            "a nonsensical timeout is not healthy"
-        );
-    }
-}
-
 /// The KV group's section: this node's part and every member (`showPeers` in `status.js`
 /// redraws it).
 fn peers_section(page: &mut String, p: &crate::kv_group::PeersView) {
@@ -748,4 +729,23 @@ fn peers_summary(p: &crate::kv_group::PeersView) -> String {
             "catching up"
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeats_turn_late_past_half_their_timeout_and_expiring_near_it() {
+        assert_eq!(health(0, 120_000), "ok");
+        assert_eq!(health(59_999, 120_000), "ok");
+        assert_eq!(health(60_000, 120_000), "late");
+        assert_eq!(health(107_999, 120_000), "late");
+        assert_eq!(health(108_000, 120_000), "expiring");
+        assert_eq!(
+            health(1, 0),
+            "expiring",
+            "a nonsensical timeout is not healthy"
+        );
+    }
 }
