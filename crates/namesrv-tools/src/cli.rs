@@ -28,6 +28,8 @@ pub enum Command {
     Register(RegisterArgs),
     /// Brokers restarting at once (unregister, register again, then their route): none may be lost
     Restarts(RestartArgs),
+    /// One admin client's PUT_KV_CONFIG, one after another: write latency
+    KvWrites(KvWritesArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
     Startup(StartupArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
@@ -212,6 +214,21 @@ pub struct RestartArgs {
     /// Fail if any round lost its broker
     #[arg(long)]
     pub require_none_lost: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct KvWritesArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Measured writes
+    #[arg(long, default_value_t = 2000)]
+    pub writes: usize,
+    /// Writes before measuring
+    #[arg(long, default_value_t = 200)]
+    pub warmup: usize,
+    /// Distinct keys written in turn (the KV file holds this many entries)
+    #[arg(long, default_value_t = 100)]
+    pub keys: usize,
 }
 
 #[derive(Args, Debug)]

@@ -5,7 +5,8 @@
 //! - [`broker_body`]: REGISTER_BROKER bodies in the forms brokers send;
 //! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
 //! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;
-//! - [`scenario`]: one module per measurement (route, mixed, register, restarts, startup);
+//! - [`scenario`]: one module per measurement (route, mixed, register, restarts, KV writes,
+//!   startup);
 //! - [`canned`]: a server that answers every request with one fixed route-sized frame;
 //! - [`stats`], [`server_proc`]: latency summaries and the server process's memory;
 //! - [`report`]: turns a directory of results into `BENCHMARKS.md`.
@@ -43,6 +44,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Mixed(args) => runtime.block_on(scenario::mixed::run(&args))?,
         cli::Command::Register(args) => runtime.block_on(scenario::register::run(&args))?,
         cli::Command::Restarts(args) => runtime.block_on(scenario::restarts::run(&args))?,
+        cli::Command::KvWrites(args) => runtime.block_on(scenario::kv_writes::run(&args))?,
         cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
         cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
         cli::Command::Report(args) => return report::run(&args),

@@ -727,6 +727,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "{}", controller.trim())?;
     }
 
+    // NameServers that agree are measured by scripts/bench-peers, likewise.
+    if let Ok(peers) = std::fs::read_to_string(args.results.join("peers.md")) {
+        writeln!(w, "\n## NameServers that agree\n")?;
+        writeln!(w, "{}", peers.trim())?;
+    }
+
     writeln!(w, "\n## Failures in full\n")?;
     let mut any = false;
     let mut figures: Vec<&str> = Vec::new();
