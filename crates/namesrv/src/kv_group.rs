@@ -208,7 +208,11 @@ pub struct KvGroup {
 }
 
 impl KvGroup {
-    pub async fn start(peers: Peers, store_path: &str) -> anyhow::Result<Arc<KvGroup>> {
+    pub async fn start(
+        peers: Peers,
+        store_path: &str,
+        connect: rocketmq_raft::Connect,
+    ) -> anyhow::Result<Arc<KvGroup>> {
         let settings = Settings {
             name: "namesrv-kv".into(),
             members_are: "NameServers",
@@ -219,6 +223,7 @@ impl KvGroup {
             election_timeout: ELECTION_TIMEOUT,
             snapshot_every: SNAPSHOT_EVERY,
             codes: RAFT_CODES,
+            connect,
         };
         let group = Group::start(settings).await?;
         let peer_ips = resolve_all(peers.members.values()).await;
@@ -346,7 +351,9 @@ impl KvGroup {
         let client = match pooled {
             Some(c) => c,
             None => {
-                let c = Client::connect_from(&addr, self.group.source(), left.min(DEADLINE))
+                let c = self
+                    .group
+                    .connect(&addr, left.min(DEADLINE))
                     .await
                     .map_err(|e| failed(format!("cannot reach the leader {addr}: {e}")))?;
                 *self.to_leader.lock() = Some((addr.clone(), c.clone()));

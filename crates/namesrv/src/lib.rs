@@ -121,6 +121,9 @@ pub async fn run(
     // The KV store and the route snapshot clear their own leftovers when they load.
     persist::remove_stale_temps(std::path::Path::new(&server.config_store_path));
     let kv = Arc::new(KvStore::open(server.kv_config_path.clone().into())?);
+    let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
+        settings.extra(k).map(String::from)
+    })?)?);
     let kv_group =
         match kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)? {
             Some(peers) => {
@@ -128,13 +131,12 @@ pub async fn run(
                     members = peers.members.len(),
                     "KV config replicated among the NameServers of namesrvPeers"
                 );
-                Some(kv_group::KvGroup::start(peers, &server.namesrv_peer_store_path).await?)
+                let connect = tls.peer_connector()?;
+                let store = &server.namesrv_peer_store_path;
+                Some(kv_group::KvGroup::start(peers, store, connect).await?)
             }
             None => None,
         };
-    let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
-        settings.extra(k).map(String::from)
-    })?)?);
     let credentials = if server.authentication_enabled {
         Some(Arc::new(auth::Credentials::open(
             server.auth_credentials_path.clone().into(),

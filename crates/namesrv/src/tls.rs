@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
@@ -42,6 +42,9 @@ pub struct TlsSettings {
     key_path: Option<PathBuf>,
     trust_cert_path: Option<PathBuf>,
     client_auth: ClientAuth,
+    /// What this NameServer trusts when it connects to its peers (`tls.client.trustCertPath`,
+    /// as Java's clients name it).
+    client_trust_cert_path: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +96,7 @@ impl TlsSettings {
             key_path: path("tls.server.keyPath"),
             trust_cert_path: path("tls.server.trustCertPath"),
             client_auth,
+            client_trust_cert_path: path("tls.client.trustCertPath"),
         };
         if settings.cert_path.is_some() != settings.key_path.is_some() {
             return Err(TlsError::Config(
@@ -155,6 +159,123 @@ impl TlsSettings {
     }
 }
 
+impl TlsSettings {
+    /// The client side of peer connections. Peers are named by address, which their
+    /// certificates need not list (Java's TLS clients check no name either): a certificate is
+    /// accepted when it chains to `tls.client.trustCertPath` (else `tls.server.trustCertPath`),
+    /// whatever name it carries; with neither set, any certificate is (Java's test mode), and
+    /// only the peer-address check guards the group. A server that asks for client certificates
+    /// is shown this one's own.
+    fn peer_client_config(&self) -> Result<rustls::ClientConfig, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let trust = self
+            .client_trust_cert_path
+            .as_ref()
+            .or(self.trust_cert_path.as_ref());
+        let chain = match trust {
+            Some(path) => {
+                let mut roots = RootCertStore::empty();
+                for cert in read_certs(path)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| TlsError::Config(e.to_string()))?;
+                }
+                Some(
+                    rustls::client::WebPkiServerVerifier::builder_with_provider(
+                        Arc::new(roots),
+                        provider.clone(),
+                    )
+                    .build()
+                    .map_err(|e| TlsError::Config(e.to_string()))?,
+                )
+            }
+            None => {
+                warn!(
+                    "TLS to peers: no tls.client.trustCertPath or tls.server.trustCertPath, so any \
+                     certificate a peer shows is accepted; only peer addresses guard the KV group"
+                );
+                None
+            }
+        };
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(PeerVerifier { chain, provider }));
+        match (&self.cert_path, &self.key_path) {
+            (Some(cert), Some(key)) => builder
+                .with_client_auth_cert(read_certs(cert)?, read_key(key)?)
+                .map_err(|e| TlsError::Config(e.to_string())),
+            _ => Ok(builder.with_no_client_auth()),
+        }
+    }
+}
+
+/// Checks a peer's certificate chain, not the name it was reached by (see
+/// `peer_client_config`).
+#[derive(Debug)]
+struct PeerVerifier {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for PeerVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        };
+        // The chain is checked before the name: a wrong name means the chain was good.
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = std::fs::read(path).map_err(|e| TlsError::Read(path.into(), e))?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
@@ -210,6 +331,36 @@ impl Tls {
 
     pub fn mode(&self) -> TlsMode {
         self.settings.mode
+    }
+
+    /// How this NameServer connects to its peers (`namesrvPeers`): over TLS when its own port
+    /// takes only TLS, since theirs then do too; plaintext otherwise.
+    pub fn peer_connector(&self) -> Result<rocketmq_raft::Connect, TlsError> {
+        if self.settings.mode != TlsMode::Enforcing {
+            return Ok(rocketmq_raft::plaintext());
+        }
+        let config = Arc::new(self.settings.peer_client_config()?);
+        Ok(Arc::new(move |addr: String, source, deadline| {
+            let config = config.clone();
+            Box::pin(async move {
+                let tcp = rocketmq_wire::client::tcp_from(&addr, source, deadline)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let host = addr
+                    .rsplit_once(':')
+                    .map_or(addr.as_str(), |(h, _)| h)
+                    .trim_matches(['[', ']']);
+                let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+                let tls = tokio::time::timeout(
+                    deadline,
+                    tokio_rustls::TlsConnector::from(config).connect(name, tcp),
+                )
+                .await
+                .map_err(|_| "TLS handshake timed out".to_string())?
+                .map_err(|e| format!("TLS handshake: {e}"))?;
+                Ok(rocketmq_wire::client::Client::from_io(tls))
+            })
+        }))
     }
 
     pub fn acceptor(&self) -> Option<TlsAcceptor> {

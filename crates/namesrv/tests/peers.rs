@@ -264,3 +264,43 @@ async fn no_acknowledged_kv_write_is_lost_when_any_nameserver_is_killed() {
         );
     }
 }
+
+/// With `tls.server.mode=enforcing` the NameServers' ports take only TLS, so they speak TLS to
+/// each other too, checking each other's certificate against the configured trust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nameservers_that_take_only_tls_replicate_over_tls() {
+    let certs = tempfile::tempdir().unwrap();
+    let cert = write_cert(certs.path());
+    let props = format!(
+        "{}\ntls.server.trustCertPath={}",
+        tls_props(certs.path(), "enforcing"),
+        certs.path().join("server.pem").display()
+    );
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, &props);
+    cluster.ready(READY).await;
+    let writer = tls_client(&cluster.addrs[1], &cert).await.unwrap();
+    let put = writer
+        .invoke(
+            put_kv_request("ns", "k", "over-tls"),
+            Duration::from_secs(15),
+        )
+        .await
+        .unwrap();
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    for i in [0, 2] {
+        let reader = tls_client(&cluster.addrs[i], &cert).await.unwrap();
+        eventually(
+            "the write read back over TLS",
+            Duration::from_secs(3),
+            || async {
+                let got = call(&reader, kv_request(request::GET_KV_CONFIG, "ns", "k")).await;
+                got.ext("value") == Some("over-tls")
+            },
+        )
+        .await;
+    }
+    assert!(
+        !plaintext_served(&cluster.addrs[0]).await,
+        "plaintext is refused"
+    );
+}

@@ -51,6 +51,8 @@ fn group_settings(config: &ControllerConfig) -> Settings {
         election_timeout: Duration::from_millis(config.election_timeout_ms),
         snapshot_every: config.snapshot_every_entries,
         codes: RAFT_CODES,
+        // The controller port of ours serves plaintext only.
+        connect: rocketmq_raft::plaintext(),
     }
 }
 

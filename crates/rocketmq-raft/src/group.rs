@@ -24,14 +24,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{Figures, Member};
 use crate::network::Answered;
-use crate::{store, Applied, Codes, LogStore, Machine, Network, NodeId, StateMachine};
+use crate::{store, Applied, Codes, Connect, LogStore, Machine, Network, NodeId, StateMachine};
 
 /// A request that needs the group gets its answer within this (Java bounds every controller
 /// request at 5 s): a leader cut off from the others answers an error instead of hanging.
 pub const DEADLINE: Duration = Duration::from_secs(5);
 
 /// What a node needs to know of its group.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Settings {
     /// Names the group in openraft's configuration.
     pub name: String,
@@ -48,6 +48,8 @@ pub struct Settings {
     /// Entries between snapshots.
     pub snapshot_every: u64,
     pub codes: Codes,
+    /// How connections to the other members are opened ([`crate::plaintext`] by default).
+    pub connect: Connect,
 }
 
 impl Settings {
@@ -147,7 +149,7 @@ impl<M: Machine> Group<M> {
             Some(addr) => resolve(&addr).await.into_iter().next(),
             None => None,
         };
-        let network = Network::<M::C>::new(source, settings.codes);
+        let network = Network::<M::C>::new(source, settings.codes, settings.connect.clone());
         let answered = network.answered();
         let raft = openraft::Raft::new(settings.self_id, raft_cfg, network, log, sm).await?;
         let empty = !raft.is_initialized().await?;
@@ -552,10 +554,15 @@ impl<M: Machine> Group<M> {
         }
     }
 
+    /// A connection to the member at `addr`, opened as the group's members talk.
+    pub async fn connect(&self, addr: &str, deadline: Duration) -> Result<Client, String> {
+        (self.settings.connect)(addr.to_string(), self.source, deadline).await
+    }
+
     /// A member's answer to a probe; `None` if it cannot be asked within a second.
     pub async fn probe(&self, addr: &str) -> Option<GroupProbe> {
         let limit = Duration::from_secs(1);
-        let client = Client::connect_from(addr, self.source, limit).await.ok()?;
+        let client = self.connect(addr, limit).await.ok()?;
         let answer = client
             .invoke(RemotingCommand::request(self.settings.codes.probe), limit)
             .await

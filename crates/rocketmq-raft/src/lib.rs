@@ -92,6 +92,31 @@ macro_rules! declare_config {
 #[doc(hidden)]
 pub use openraft;
 
+/// How a node opens a connection to another member: to `addr`, from `source`, within `deadline`.
+/// Plaintext ([`plaintext`]) unless the user's port takes only TLS, in which case the user
+/// gives a connector that speaks it.
+pub type Connect = std::sync::Arc<
+    dyn Fn(
+            String,
+            Option<std::net::IpAddr>,
+            std::time::Duration,
+        )
+            -> futures::future::BoxFuture<'static, Result<rocketmq_wire::client::Client, String>>
+        + Send
+        + Sync,
+>;
+
+/// Connections in plaintext.
+pub fn plaintext() -> Connect {
+    std::sync::Arc::new(|addr, source, deadline| {
+        Box::pin(async move {
+            rocketmq_wire::client::Client::connect_from(&addr, source, deadline)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    })
+}
+
 /// The request codes a group's Raft traffic travels under on the peer port: each group has its
 /// own, so that two groups can share a port and a node tell their traffic apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use rocketmq_wire::RemotingCommand;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::{Codes, Config, NodeId};
+use crate::{Codes, Config, Connect, NodeId};
 
 /// Connections to peers, from the node's own address (peers accept Raft traffic only from the
 /// addresses the group lists), kept and shared: openraft asks for a fresh client for every
@@ -30,6 +30,7 @@ use crate::{Codes, Config, NodeId};
 pub struct Network<C> {
     source: Option<std::net::IpAddr>,
     codes: Codes,
+    connect: Connect,
     pool: Arc<Mutex<HashMap<String, Client>>>,
     answered: Answered,
     config: PhantomData<fn() -> C>,
@@ -41,6 +42,7 @@ impl<C> Clone for Network<C> {
         Network {
             source: self.source,
             codes: self.codes,
+            connect: self.connect.clone(),
             pool: self.pool.clone(),
             answered: self.answered.clone(),
             config: PhantomData,
@@ -53,11 +55,13 @@ impl<C> Clone for Network<C> {
 pub type Answered = Arc<Mutex<HashMap<String, std::time::Instant>>>;
 
 impl<C> Network<C> {
-    /// A group's traffic, sent under its `codes` from the node's own address `source`.
-    pub fn new(source: Option<std::net::IpAddr>, codes: Codes) -> Self {
+    /// A group's traffic, sent under its `codes` from the node's own address `source`, over
+    /// connections `connect` opens.
+    pub fn new(source: Option<std::net::IpAddr>, codes: Codes, connect: Connect) -> Self {
         Network {
             source,
             codes,
+            connect,
             pool: Arc::default(),
             answered: Arc::default(),
             config: PhantomData,
@@ -77,6 +81,7 @@ impl<C: Config> RaftNetworkFactory<C> for Network<C> {
             addr: node.addr.clone(),
             source: self.source,
             codes: self.codes,
+            connect: self.connect.clone(),
             pool: self.pool.clone(),
             answered: self.answered.clone(),
             config: PhantomData,
@@ -88,6 +93,7 @@ pub struct PeerLink<C> {
     addr: String,
     source: Option<std::net::IpAddr>,
     codes: Codes,
+    connect: Connect,
     pool: Arc<Mutex<HashMap<String, Client>>>,
     answered: Answered,
     config: PhantomData<fn() -> C>,
@@ -129,9 +135,9 @@ impl<C> PeerLink<C> {
         let client = match pooled {
             Some(c) => c,
             None => {
-                let c = Client::connect_from(&self.addr, self.source, timeout)
+                let c = (self.connect)(self.addr.clone(), self.source, timeout)
                     .await
-                    .map_err(|e| Failure::Unreachable(e.to_string()))?;
+                    .map_err(Failure::Unreachable)?;
                 self.pool.lock().insert(self.addr.clone(), c.clone());
                 c
             }

@@ -61,40 +61,9 @@ impl Client {
         source: Option<std::net::IpAddr>,
         deadline: std::time::Duration,
     ) -> Result<Self, ClientError> {
-        let connect = async {
-            let Some(source) = source.filter(|ip| !ip.is_unspecified()) else {
-                return TcpStream::connect(addr).await;
-            };
-            let mut last = None;
-            for target in tokio::net::lookup_host(addr).await? {
-                let socket = if target.is_ipv4() {
-                    tokio::net::TcpSocket::new_v4()?
-                } else {
-                    tokio::net::TcpSocket::new_v6()?
-                };
-                if socket.bind(std::net::SocketAddr::new(source, 0)).is_err() {
-                    // Not an address of this host for that family: let the route choose.
-                    return TcpStream::connect(target).await;
-                }
-                match socket.connect(target).await {
-                    Ok(stream) => return Ok(stream),
-                    Err(e) => last = Some(e),
-                }
-            }
-            Err(last.unwrap_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
-            }))
-        };
-        let stream = match tokio::time::timeout(deadline, connect).await {
-            Ok(stream) => stream.map_err(ClientError::Connect)?,
-            Err(_) => {
-                return Err(ClientError::Connect(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "connect timed out",
-                )))
-            }
-        };
-        stream.set_nodelay(true).map_err(ClientError::Connect)?;
+        let stream = tcp_from(addr, source, deadline)
+            .await
+            .map_err(ClientError::Connect)?;
         Ok(Self::from_stream(stream))
     }
 
@@ -203,4 +172,48 @@ impl Client {
             .await
             .map_err(|_| ClientError::Closed)
     }
+}
+
+/// A TCP connection to `addr` within `deadline`, from `source` when it is given, with Nagle off:
+/// what [`Client::connect_from`] speaks over, and what a TLS client wraps.
+pub async fn tcp_from(
+    addr: &str,
+    source: Option<std::net::IpAddr>,
+    deadline: std::time::Duration,
+) -> std::io::Result<TcpStream> {
+    let connect = async {
+        let Some(source) = source.filter(|ip| !ip.is_unspecified()) else {
+            return TcpStream::connect(addr).await;
+        };
+        let mut last = None;
+        for target in tokio::net::lookup_host(addr).await? {
+            let socket = if target.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            if socket.bind(std::net::SocketAddr::new(source, 0)).is_err() {
+                // Not an address of this host for that family: let the route choose.
+                return TcpStream::connect(target).await;
+            }
+            match socket.connect(target).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
+        }))
+    };
+    let stream = match tokio::time::timeout(deadline, connect).await {
+        Ok(stream) => stream?,
+        Err(_) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connect timed out",
+            ))
+        }
+    };
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }

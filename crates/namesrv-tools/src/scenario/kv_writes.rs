@@ -32,7 +32,10 @@ pub async fn run(args: &KvWritesArgs) -> anyhow::Result<serde_json::Value> {
                     latency.record(took);
                 }
             }
-            Ok(a) => failures.add(1, format!("answered {}: {}", a.code, a.remark.unwrap_or_default())),
+            Ok(a) => failures.add(
+                1,
+                format!("answered {}: {}", a.code, a.remark.unwrap_or_default()),
+            ),
             Err(e) => failures.add(1, e.to_string()),
         }
     }
