@@ -404,3 +404,45 @@ async fn diff_agrees_on_the_same_state_and_shows_what_differs() {
     let unreachable = nsadmin(&["-n", &format!("{};127.0.0.1:1", one.addr), "diff"]).await;
     assert_eq!(unreachable.code, 2, "{}", unreachable.stderr);
 }
+
+/// NameServers that agree (`namesrvPeers`): a broker registered with one and a KV write sent
+/// to another leave no difference for `diff` to report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_finds_no_difference_between_nameservers_that_agree() {
+    let cluster = NamesrvCluster::start(Launch::IN_PROCESS, 3, "");
+    cluster.ready(std::time::Duration::from_secs(30)).await;
+    let _a = BROKER_A
+        .register_on(cluster.node(0), &["TopicA", "TopicShared"])
+        .await;
+    let all = cluster.addrs.join(";");
+    let put = nsadmin(&[
+        "-n",
+        &cluster.addrs[1],
+        "updateKvConfig",
+        "-s",
+        "ORDER_TOPIC_CONFIG",
+        "-k",
+        "TopicA",
+        "-v",
+        "broker-a:4",
+    ])
+    .await;
+    assert_eq!(put.code, 0, "{}", put.stderr);
+    let mut last = String::new();
+    let agreed = {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let run = nsadmin(&["-n", &all, "diff"]).await;
+            last = format!("{}\n{}", run.stdout, run.stderr);
+            if run.code == 0 || std::time::Instant::now() > deadline {
+                break run.code == 0;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    assert!(agreed, "{last}");
+    assert!(
+        last.contains("agree: 1 clusters, 1 brokers, 2 topics, 1 KV namespaces"),
+        "{last}"
+    );
+}

@@ -37,11 +37,19 @@ pub mod codes {
     /// applied index in the `applied` field.
     pub const FORWARDED_WRITE: i32 = 1216;
 
-    /// Whether a request code is the group's: these are taken from members only.
+    /// Whether a request code is spoken between NameServers that agree (this group's, and the
+    /// route exchange's): these are taken from members only.
     pub fn is_peer_code(code: i32) -> bool {
+        use crate::peer_routes::codes::{ROUTE_DIGEST, ROUTE_PULL};
         matches!(
             code,
-            APPEND_ENTRIES | VOTE | INSTALL_SNAPSHOT | PROBE | FORWARDED_WRITE
+            APPEND_ENTRIES
+                | VOTE
+                | INSTALL_SNAPSHOT
+                | PROBE
+                | FORWARDED_WRITE
+                | ROUTE_DIGEST
+                | ROUTE_PULL
         )
     }
 }
@@ -244,6 +252,21 @@ impl KvGroup {
 
     pub fn is_peer(&self, ip: IpAddr) -> bool {
         self.peer_ips.contains(&ip)
+    }
+
+    /// The node's own address, which its connections to peers come from.
+    pub fn source(&self) -> Option<IpAddr> {
+        self.group.source()
+    }
+
+    /// (member id, address) of every other member.
+    pub fn others(&self) -> Vec<(String, String)> {
+        self.peers
+            .members
+            .iter()
+            .filter(|(id, _)| **id != self.peers.self_id)
+            .map(|(id, addr)| (self.peers.name(*id), addr.clone()))
+            .collect()
     }
 
     /// What the status page shows of the group.

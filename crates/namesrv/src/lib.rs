@@ -17,6 +17,7 @@
 //! - [`memory`]: giving memory back after large transient work;
 //! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
+//! - `peer_routes`: routes exchanged with the NameServers of `namesrvPeers`, until they agree;
 //! - `offload`: moving work that takes milliseconds off the async worker it would stall;
 //! - `persist`: crash-safe file replacement;
 //! - `proxy`: HAProxy PROXY headers before the first frame;
@@ -40,6 +41,7 @@ pub mod memory;
 mod metrics;
 mod notify;
 mod offload;
+mod peer_routes;
 mod persist;
 mod proxy;
 pub mod registry;
@@ -137,6 +139,14 @@ pub async fn run(
             }
             None => None,
         };
+    let peer_routes = match &kv_group {
+        Some(group) => Some(peer_routes::PeerRoutes::new(
+            group.others(),
+            tls.peer_connector()?,
+            group.source(),
+        )),
+        None => None,
+    };
     let credentials = if server.authentication_enabled {
         Some(Arc::new(auth::Credentials::open(
             server.auth_credentials_path.clone().into(),
@@ -212,12 +222,16 @@ pub async fn run(
     if let Some(group) = &kv_group {
         metrics.watch_kv_group(group.clone());
     }
+    if let Some(routes) = &peer_routes {
+        metrics.watch_peer_routes(routes.clone());
+    }
     let routes = RouteTable::with_registry(registry);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
         kv: kv.clone(),
         kv_group: kv_group.clone(),
+        peer_routes: peer_routes.clone(),
         events: routes.events(),
         routes,
         unregister_queue: queue_tx,
@@ -240,6 +254,9 @@ pub async fn run(
     tls.spawn_reloader(stop.clone());
     if let Some(group) = &kv_group {
         tokio::spawn(group.clone().follow(kv.clone(), stop.clone()));
+    }
+    if let Some(routes) = &peer_routes {
+        tokio::spawn(routes.clone().run(state.clone(), stop.clone()));
     }
     if let Some(credentials) = credentials {
         credentials.spawn_reloader(stop.clone());

@@ -256,6 +256,11 @@ impl Metrics {
         crate::kv_group::register_metrics(&mut self.registry, group);
     }
 
+    /// Adds the route exchange's figures to every scrape.
+    pub fn watch_peer_routes(&mut self, routes: Arc<crate::peer_routes::PeerRoutes>) {
+        crate::peer_routes::register_metrics(&mut self.registry, routes);
+    }
+
     /// Counts a request; `served` says whether the server serves its code.
     pub fn request(&self, code: i32, served: bool, result: i32, took: Duration) {
         let code = code_label(code, served);

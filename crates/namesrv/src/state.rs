@@ -31,6 +31,8 @@ pub struct State {
     pub kv: Arc<KvStore>,
     /// The NameServers' KV group, when `namesrvPeers` is set: KV writes go through it.
     pub kv_group: Option<Arc<KvGroup>>,
+    /// The route exchange with the same peers.
+    pub peer_routes: Option<Arc<crate::peer_routes::PeerRoutes>>,
     pub routes: RouteTable,
     /// Recent changes for the status page; the registry writes its own into it.
     pub events: Arc<EventLog>,
@@ -110,13 +112,14 @@ impl State {
         }
     }
 
-    /// Ready to serve: not stopping, past the start-up gate, caught up with its KV group (if
-    /// any) since it started, and its embedded controller (if any) still running; a NameServer
+    /// Ready to serve: not stopping, past the start-up gate, caught up with its KV group and
+    /// filled from its peers' routes (if it has peers) since it started, and its embedded controller (if any) still running; a NameServer
     /// whose controller stopped still serves routes.
     pub fn is_ready(&self) -> bool {
         !self.is_shutting_down()
             && !self.waiting_for_service()
             && self.kv_group.as_ref().is_none_or(|g| g.caught_up())
+            && self.peer_routes.as_ref().is_none_or(|p| p.filled())
             && self
                 .controller
                 .as_ref()

@@ -304,3 +304,83 @@ async fn nameservers_that_take_only_tls_replicate_over_tls() {
         "plaintext is refused"
     );
 }
+
+async fn routes_to(cluster: &NamesrvCluster, i: usize, topic: &str, addr: &str) -> bool {
+    let client = cluster.client(i).await;
+    let answer = call(&client, route_request(topic, 479)).await;
+    answer.code == response::SUCCESS && body_text(&answer).contains(addr)
+}
+
+/// A broker that registers with and heartbeats to one NameServer only is routable on all three
+/// for as long as that one hears it, well past the broker's own timeout, and expires on all three
+/// within that timeout once nobody hears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_heard_by_one_nameserver_is_routable_on_all_three_until_none_hears_it() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "scanNotActiveBrokerInterval=1000");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "peer-broker", 0, "10.1.0.1:10911");
+    let client = cluster.client(0).await;
+    let register = broker
+        .register_request(&[("PeerTopic", 6), ("PeerTopic2", 6)], dv(1, 0))
+        .with_ext("heartbeatTimeoutMillis", 4000);
+    assert_eq!(call(&client, register).await.code, response::SUCCESS);
+    for i in 1..3 {
+        eventually(
+            "routable on the other NameServers",
+            Duration::from_secs(3),
+            || routes_to(&cluster, i, "PeerTopic", &broker.addr),
+        )
+        .await;
+    }
+    // Twice its timeout of heartbeats to the first NameServer only.
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(8) {
+        call(&client, broker.heartbeat_request()).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for i in 0..3 {
+        assert!(
+            routes_to(&cluster, i, "PeerTopic", &broker.addr).await,
+            "node {i} dropped a broker that node 0 still hears"
+        );
+    }
+    // Silent now (its connection stays open): gone everywhere within its timeout and a scan.
+    let silent = Instant::now();
+    for i in 0..3 {
+        eventually("expired everywhere", Duration::from_secs(10), || async {
+            !routes_to(&cluster, i, "PeerTopic", &broker.addr).await
+        })
+        .await;
+    }
+    assert!(silent.elapsed() < Duration::from_secs(10));
+    drop(client);
+}
+
+/// A broker whose connection to a NameServer closes leaves that NameServer at once, as before,
+/// and a peer's older word of it does not bring it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_whose_connection_closed_is_not_brought_back_by_a_peer() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "leaving-broker", 0, "10.1.0.2:10911");
+    let conn = broker
+        .register_on(cluster.node(0), &["LeavingTopic", "LeavingTopic2"])
+        .await;
+    eventually("routable on node 2", Duration::from_secs(3), || {
+        routes_to(&cluster, 2, "LeavingTopic", &broker.addr)
+    })
+    .await;
+    drop(conn);
+    eventually("gone from node 0", Duration::from_secs(2), || async {
+        !routes_to(&cluster, 0, "LeavingTopic", &broker.addr).await
+    })
+    .await;
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(3) {
+        assert!(
+            !routes_to(&cluster, 0, "LeavingTopic", &broker.addr).await,
+            "a peer brought a departed broker back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

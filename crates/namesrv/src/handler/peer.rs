@@ -1,12 +1,14 @@
-//! The KV group's traffic between NameServers (`kv_group::codes`): Raft requests and writes
-//! passed on to the leader. Taken from the group's members only, and only when peers are
-//! configured.
+//! The traffic between NameServers that agree: the KV group's Raft requests and writes passed
+//! on to its leader (`kv_group::codes`), and the route exchange's digests and pulls
+//! (`peer_routes::codes`). Taken from the members of `namesrvPeers` only, and only when peers
+//! are configured.
 
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
 use crate::kv_group::codes;
+use crate::peer_routes::{self, codes as route_codes};
 use crate::state::State;
 
 pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
@@ -26,11 +28,21 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
             ),
         );
     }
+    let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
     // Served on the blocking pool (`Facts::blocking`), where waiting for the group is allowed.
     let handle = tokio::runtime::Handle::current();
-    Ok(if r.code == codes::FORWARDED_WRITE {
-        handle.block_on(group.serve_forwarded(r))
-    } else {
-        handle.block_on(group.serve_raft(r))
+    Ok(match r.code {
+        route_codes::ROUTE_DIGEST => {
+            let digest = state.routes.read(peer_routes::digest);
+            ok().with_body(serde_json::to_vec(&digest)?)
+        }
+        route_codes::ROUTE_PULL => {
+            let asked: Vec<peer_routes::Heard> =
+                serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
+            let records = state.routes.read(|reg| peer_routes::records(reg, &asked));
+            ok().with_body(serde_json::to_vec(&records)?)
+        }
+        codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),
+        _ => handle.block_on(group.serve_raft(r)),
     })
 }

@@ -25,9 +25,9 @@ live.start((s) => {
   chart('chart-rate', points.map((p) => [p.at_ms, p.secs > 0 ? p.requests / p.secs : 0]), s.now_ms, span, rate);
   chart('chart-p99', points.map((p) => [p.at_ms, p.p99_us]), s.now_ms, span, micros);
   if (s.controller && typeof showController === 'function') showController(s.controller, s.now_ms);
-  if (s.peers) showPeers(s.peers);
+  if (s.peers) showPeers(s.peers, s.peer_routes ?? []);
 });
-function showPeers(p) {
+function showPeers(p, routes) {
   const { fill, text, secs } = live;
   text('peers', 'NameServer ' + p.self_id + ' of the KV group: ' + p.role + ', term ' + p.term + ', leader '
     + (p.leader ?? 'none') + '; applied entry ' + (p.applied ?? 'none') + '; '
@@ -35,4 +35,7 @@ function showPeers(p) {
   fill('peer-members', p.members.map((m) => [m.id + (m.this_node ? ' (this node)' : ''), m.address, m.role,
     m.this_node ? '-' : m.last_answer_ms === null ? 'not known here' : secs(m.last_answer_ms) + ' ago',
     m.lag === null ? '-' : m.lag]), 'no member: the group has not formed');
+  fill('peer-routes', routes.map((r) => [r.id, r.address, r.differences,
+    r.disagreeing_ms === null ? '-' : secs(r.disagreeing_ms),
+    r.last_exchange_ms === null ? 'never' : secs(r.last_exchange_ms) + ' ago']));
 }

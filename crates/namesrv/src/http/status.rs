@@ -195,6 +195,9 @@ struct Status {
     /// The NameServers' KV group, when `namesrvPeers` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     peers: Option<crate::kv_group::PeersView>,
+    /// How this NameServer's routes stand with each peer's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_routes: Option<Vec<crate::peer_routes::PeerStanding>>,
 }
 
 #[derive(Serialize)]
@@ -399,6 +402,7 @@ fn status(http: &Http, q: &PageQuery, host: Option<&str>) -> Status {
         },
         controller: state.controller.as_ref().map(|c| c.view(PAGE_ROWS)),
         peers: state.kv_group.as_ref().map(|g| g.view()),
+        peer_routes: state.peer_routes.as_ref().map(|p| p.standing()),
     }
 }
 
@@ -520,7 +524,7 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
         rocketmq_controller::page::section(&mut page, c);
     }
     if let Some(p) = &s.peers {
-        peers_section(&mut page, p);
+        peers_section(&mut page, p, s.peer_routes.as_deref().unwrap_or_default());
     }
 
     page.push_str("<h2>Attention</h2><ul id=attention>");
@@ -684,7 +688,11 @@ fn route_section(page: &mut String, state: &State, topic: &str) {
 
 /// The KV group's section: this node's part and every member (`showPeers` in `status.js`
 /// redraws it).
-fn peers_section(page: &mut String, p: &crate::kv_group::PeersView) {
+fn peers_section(
+    page: &mut String,
+    p: &crate::kv_group::PeersView,
+    routes: &[crate::peer_routes::PeerStanding],
+) {
     let _ = write!(
         page,
         "<h2>Peers</h2><p id=peers>{}</p>",
@@ -712,6 +720,27 @@ fn peers_section(page: &mut String, p: &crate::kv_group::PeersView) {
         empty_row(page, 5, "no member: the group has not formed");
     }
     page.push_str("</table>");
+    page.push_str(
+        "<table id=peer-routes><tr><th>peer</th><th>address</th><th>route differences</th>\
+         <th>disagreeing for</th><th>last digest</th></tr>",
+    );
+    for r in routes {
+        let (differences, since, last) = route_cells(r);
+        cells(page, &[&r.id, &r.address, &differences, &since, &last]);
+    }
+    page.push_str("</table>");
+}
+
+/// A peer's route standing as the table shows it; `status.js` writes the same.
+fn route_cells(r: &crate::peer_routes::PeerStanding) -> (String, String, String) {
+    (
+        r.differences.to_string(),
+        r.disagreeing_ms
+            .map_or("-".to_string(), |ms| seconds(ms as i64)),
+        r.last_exchange_ms.map_or("never".to_string(), |ms| {
+            format!("{} ago", seconds(ms as i64))
+        }),
+    )
 }
 
 /// One line on the node's part in the KV group; `status.js` writes the same.

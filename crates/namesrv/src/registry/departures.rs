@@ -30,6 +30,10 @@ pub struct Unregistration {
 /// that no live entry backs).
 pub const UNFENCED: u64 = u64::MAX;
 
+/// How long a departure is remembered: longer than any broker's timeout, after which a peer
+/// no longer holds word of the broker newer than its departure.
+pub const DEPARTED_KEPT_MS: i64 = 10 * 60 * 1000;
+
 /// A broker found silent past its deadline.
 #[derive(Debug)]
 pub struct Expired {
@@ -270,8 +274,16 @@ impl Registry {
         if self.holds(key) {
             return false;
         }
-        self.live.remove(key);
+        self.drop_live(key);
         true
+    }
+
+    /// Drops a live entry, noting when it left.
+    fn drop_live(&mut self, key: &BrokerAddrKey) {
+        if self.live.remove(key).is_some() {
+            self.departed
+                .insert(key.clone(), rocketmq_wire::clock::now_ms());
+        }
     }
 
     /// Brokers leaving (connection closed, expired): the unregistrations that remove them
@@ -281,7 +293,7 @@ impl Registry {
         for k in keys {
             let found = self.unregistrations_for(k);
             if found.is_empty() {
-                self.live.remove(k);
+                self.drop_live(k);
             }
             out.extend(found);
         }
@@ -315,6 +327,7 @@ impl Registry {
                 }
             })
             .collect();
+        self.forget_departures(now_ms);
         if expired.is_empty() {
             return Expiry::default();
         }
@@ -396,6 +409,39 @@ impl Registry {
             }
         }
         Ok(())
+    }
+
+    /// When the broker at `addr` of `cluster` last left, if it did within [`DEPARTED_KEPT_MS`].
+    pub fn departed_at(&self, cluster: &str, addr: &str) -> Option<i64> {
+        self.departed.get(&key(cluster, addr)).copied()
+    }
+
+    /// A peer heard the broker at `at_ms`: its deadline moves to that if later. A broker heard
+    /// by any NameServer of the group stays alive on all of them.
+    pub fn heard_by_peer(&mut self, cluster: &str, addr: &str, at_ms: i64) -> bool {
+        match self.live.get_mut(&key(cluster, addr)) {
+            Some(live) if live.last_update_ms < at_ms => {
+                live.last_update_ms = at_ms;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A broker taken over from a peer's registration is as alive as the peer last heard it,
+    /// not as of now, unless it also registered here itself.
+    pub fn adopted_from_peer(&mut self, cluster: &str, addr: &str, conn: ConnId, at_ms: i64) {
+        if let Some(live) = self.live.get_mut(&key(cluster, addr)) {
+            if live.conn == conn {
+                live.last_update_ms = at_ms;
+            }
+        }
+    }
+
+    /// Forgets departures older than [`DEPARTED_KEPT_MS`].
+    pub fn forget_departures(&mut self, now_ms: i64) {
+        self.departed
+            .retain(|_, at| now_ms - *at < DEPARTED_KEPT_MS);
     }
 
     /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).

@@ -89,6 +89,9 @@ pub struct Registry {
     /// Topics created and removed by the mutation under way, told as one event when it ends.
     pub(super) created: TopicTally,
     pub(super) removed: TopicTally,
+    /// When each recently departed broker address left (unregistered, its connection closed,
+    /// expired): a peer's older word of it must not bring it back (`peer_routes`).
+    pub(super) departed: HashMap<BrokerAddrKey, i64>,
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {

@@ -1,0 +1,553 @@
+//! Routes that converge between NameServers that agree (`namesrvPeers`). Registrations stay
+//! last-writer-wins per broker, as they are on one NameServer: no consensus, which at one
+//! registration per broker every 30 s would cost too much. Instead each NameServer asks each
+//! peer every second for a digest of the brokers it hears (per broker address: its group, id,
+//! data version and when it was last heard) and then:
+//! - takes over, from that peer, the registration of a broker it lacks or holds at an older data
+//!   version (replayed as a REGISTER_BROKER of no connection, so that a broker that registers
+//!   with one NameServer only is routable on all of them);
+//! - moves a broker's deadline to when the peer last heard it, if later: a broker heard by any
+//!   NameServer of the group stays alive on all of them, and expires everywhere within its
+//!   timeout once none hears it.
+//!
+//! A broker that left here (unregistered, connection closed, expired) is not taken back from a
+//! peer whose word of it is older than its departure. A broker whose own connection to this
+//! NameServer closed leaves here at once, as before.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rocketmq_wire::body::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
+use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::RemotingCommand;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::registry::Registry;
+use crate::state::State;
+
+/// How often each peer is asked for its digest.
+const EVERY: Duration = Duration::from_secs(1);
+/// A digest or a pull not answered within this is tried again at the next round.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Brokers taken over in one pull: a peer that restarted empty catches up in a few rounds.
+const PULL_MAX: usize = 64;
+/// How long a NameServer that started waits for its peers' routes before it says it is ready
+/// with what its snapshot held.
+const FILL_LIMIT: Duration = Duration::from_secs(10);
+/// Brokers taken over from peers have no connection here; this id never names a real one.
+pub const PEER_CONNECTION: u64 = 0;
+
+/// One broker address as a NameServer hears it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heard {
+    pub cluster: String,
+    pub addr: String,
+    pub name: String,
+    pub id: i64,
+    /// The data version of its last registration: (state version, timestamp, counter).
+    pub version: (i64, i64, i64),
+    /// When this NameServer last heard from it (registration, heartbeat, or a peer's word).
+    pub last_ms: i64,
+}
+
+/// A broker's registration as a NameServer holds it, to be replayed by a peer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub heard: Heard,
+    pub ha_server_addr: String,
+    pub timeout_ms: i64,
+    pub protocol: i32,
+    pub acting_master: bool,
+    pub zone: Option<String>,
+    /// REGISTER_BROKER's JSON body: the group's topics as this NameServer holds them.
+    pub body: String,
+}
+
+/// What this NameServer hears: every live broker address in a group.
+pub fn digest(r: &Registry) -> Vec<Heard> {
+    let mut out = Vec::new();
+    for bd in r.groups() {
+        for (id, addr) in &bd.broker_addrs {
+            let Some(live) = r.live(&bd.cluster, addr) else {
+                continue;
+            };
+            let dv = &live.data_version;
+            out.push(Heard {
+                cluster: bd.cluster.clone(),
+                addr: addr.clone(),
+                name: bd.broker_name.clone(),
+                id: *id,
+                version: (dv.state_version, dv.timestamp, dv.counter),
+                last_ms: live.last_update_ms,
+            });
+        }
+    }
+    out
+}
+
+/// The registrations of the asked brokers (those still heard here).
+pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
+    let mut out = Vec::new();
+    for want in asked {
+        let Some(bd) = r.group(&want.name) else {
+            continue;
+        };
+        if bd.cluster != want.cluster || bd.broker_addrs.get(&want.id) != Some(&want.addr) {
+            continue;
+        }
+        let Some(live) = r.live(&want.cluster, &want.addr) else {
+            continue;
+        };
+        let topic_configs = r
+            .topic_queues()
+            .filter_map(|(topic, queues)| {
+                let q = queues.get(&want.name)?;
+                Some(TopicConfig {
+                    topic_name: Some(topic.to_string()),
+                    read_queue_nums: q.read,
+                    write_queue_nums: q.write,
+                    perm: q.perm,
+                    topic_sys_flag: q.sys_flag,
+                    ..TopicConfig::default()
+                })
+            })
+            .collect();
+        let body = RegisterBrokerBody {
+            wrapper: TopicConfigWrapper {
+                data_version: live.data_version.clone(),
+                topic_configs,
+                mapping_info: Vec::new(),
+            },
+            filter_server_list: None,
+        };
+        let dv = &live.data_version;
+        out.push(Record {
+            heard: Heard {
+                cluster: want.cluster.clone(),
+                addr: want.addr.clone(),
+                name: want.name.clone(),
+                id: want.id,
+                version: (dv.state_version, dv.timestamp, dv.counter),
+                last_ms: live.last_update_ms,
+            },
+            ha_server_addr: live.ha_server_addr.clone(),
+            timeout_ms: live.timeout_ms,
+            protocol: live.version,
+            acting_master: bd.enable_acting_master,
+            zone: bd.zone_name.clone(),
+            body: String::from_utf8_lossy(&body.encode_json()).into_owned(),
+        });
+    }
+    out
+}
+
+/// What a peer's digest asks of this NameServer: brokers to take over, and brokers the peer
+/// heard more lately than this one did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    pub take: Vec<Heard>,
+    pub heard_later: Vec<Heard>,
+}
+
+impl Comparison {
+    /// How many brokers the two NameServers disagree on.
+    pub fn differences(&self) -> usize {
+        self.take.len()
+    }
+}
+
+pub fn compare(r: &Registry, theirs: &[Heard]) -> Comparison {
+    let mut c = Comparison::default();
+    for h in theirs {
+        let listed = r.group(&h.name).is_some_and(|bd| {
+            bd.cluster == h.cluster && bd.broker_addrs.get(&h.id) == Some(&h.addr)
+        });
+        match r.live(&h.cluster, &h.addr).filter(|_| listed) {
+            None => {
+                // Gone from here since the peer last heard of it: it stays gone.
+                let left_after = r
+                    .departed_at(&h.cluster, &h.addr)
+                    .is_some_and(|at| at >= h.last_ms);
+                if !left_after {
+                    c.take.push(h.clone());
+                }
+            }
+            Some(live) => {
+                let dv = &live.data_version;
+                if (dv.state_version, dv.timestamp, dv.counter) < h.version {
+                    c.take.push(h.clone());
+                } else if live.last_update_ms < h.last_ms {
+                    c.heard_later.push(h.clone());
+                }
+            }
+        }
+    }
+    c
+}
+
+/// How this NameServer stands with one peer, for the status page and the metrics.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PeerStanding {
+    pub id: String,
+    pub address: String,
+    /// Brokers the last comparison found this NameServer lacking or holding older.
+    pub differences: usize,
+    /// Milliseconds since its digest last came.
+    pub last_exchange_ms: Option<u64>,
+    /// Since when the two have disagreed without a break (ms ago).
+    pub disagreeing_ms: Option<u64>,
+}
+
+#[derive(Default)]
+struct Standing {
+    differences: usize,
+    last_exchange: Option<Instant>,
+    disagreeing_since: Option<Instant>,
+}
+
+pub struct PeerRoutes {
+    /// (member id, remoting address) of every other NameServer.
+    peers: Vec<(String, String)>,
+    connect: rocketmq_raft::Connect,
+    source: Option<IpAddr>,
+    standing: Mutex<BTreeMap<String, Standing>>,
+    /// Once every peer was asked once (or the wait ran out): the tables were filled.
+    filled: AtomicBool,
+    started: Instant,
+    pub taken_over: AtomicU64,
+    pub heard_later: AtomicU64,
+    pub digest_bytes: AtomicU64,
+}
+
+impl PeerRoutes {
+    pub fn new(
+        peers: Vec<(String, String)>,
+        connect: rocketmq_raft::Connect,
+        source: Option<IpAddr>,
+    ) -> Arc<Self> {
+        Arc::new(PeerRoutes {
+            peers,
+            connect,
+            source,
+            standing: Mutex::new(BTreeMap::new()),
+            filled: AtomicBool::new(false),
+            started: Instant::now(),
+            taken_over: AtomicU64::new(0),
+            heard_later: AtomicU64::new(0),
+            digest_bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether this NameServer has taken its peers' routes since it started (or stopped
+    /// waiting for them).
+    pub fn filled(&self) -> bool {
+        self.filled.load(Ordering::Acquire)
+    }
+
+    pub fn standing(&self) -> Vec<PeerStanding> {
+        let standing = self.standing.lock();
+        self.peers
+            .iter()
+            .map(|(id, address)| {
+                let s = standing.get(id);
+                PeerStanding {
+                    id: id.clone(),
+                    address: address.clone(),
+                    differences: s.map_or(0, |s| s.differences),
+                    last_exchange_ms: s
+                        .and_then(|s| s.last_exchange)
+                        .map(|at| at.elapsed().as_millis() as u64),
+                    disagreeing_ms: s
+                        .and_then(|s| s.disagreeing_since)
+                        .map(|at| at.elapsed().as_millis() as u64),
+                }
+            })
+            .collect()
+    }
+
+    /// Asks every peer for its digest each second and takes what this NameServer lacks.
+    pub async fn run(self: Arc<Self>, state: Arc<State>, stop: CancellationToken) {
+        let mut links: BTreeMap<String, Client> = BTreeMap::new();
+        loop {
+            let mut all_answered = true;
+            for (id, addr) in &self.peers {
+                match self.exchange(&state, &mut links, id, addr).await {
+                    Ok(differences) => self.note(id, Some(differences)),
+                    Err(e) => {
+                        tracing::debug!(peer = %id, error = %e, "no route digest from a peer");
+                        links.remove(id);
+                        all_answered = false;
+                        self.note(id, None);
+                    }
+                }
+            }
+            if !self.filled() && (all_answered || self.started.elapsed() >= FILL_LIMIT) {
+                if !all_answered {
+                    tracing::warn!(
+                        "not every peer answered within {} s of starting: serving the routes \
+                         this NameServer holds",
+                        FILL_LIMIT.as_secs()
+                    );
+                }
+                self.filled.store(true, Ordering::Release);
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(EVERY) => {}
+            }
+        }
+    }
+
+    fn note(&self, id: &str, differences: Option<usize>) {
+        let mut standing = self.standing.lock();
+        let s = standing.entry(id.to_string()).or_default();
+        if let Some(d) = differences {
+            s.differences = d;
+            s.last_exchange = Some(Instant::now());
+            if d == 0 {
+                s.disagreeing_since = None;
+            } else if s.disagreeing_since.is_none() {
+                s.disagreeing_since = Some(Instant::now());
+            }
+        }
+    }
+
+    /// One round with one peer: its digest, then what this NameServer takes over from it.
+    /// Returns how many brokers the two disagreed on.
+    async fn exchange(
+        &self,
+        state: &Arc<State>,
+        links: &mut BTreeMap<String, Client>,
+        id: &str,
+        addr: &str,
+    ) -> Result<usize, String> {
+        let client = match links.get(id) {
+            Some(c) => c.clone(),
+            None => {
+                let c = (self.connect)(addr.to_string(), self.source, CALL_TIMEOUT).await?;
+                links.insert(id.to_string(), c.clone());
+                c
+            }
+        };
+        let answer = call(&client, RemotingCommand::request(codes::ROUTE_DIGEST)).await?;
+        let body = answer.body.unwrap_or_default();
+        self.digest_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        let theirs: Vec<Heard> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let comparison = state.routes.read(|r| compare(r, &theirs));
+        let differences = comparison.differences();
+        if !comparison.heard_later.is_empty() {
+            let n = state.routes.change(|r| {
+                comparison
+                    .heard_later
+                    .iter()
+                    .filter(|h| r.heard_by_peer(&h.cluster, &h.addr, h.last_ms))
+                    .count()
+            });
+            self.heard_later.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        for chunk in comparison.take.chunks(PULL_MAX) {
+            let asked = serde_json::to_vec(chunk).map_err(|e| e.to_string())?;
+            let answer = call(
+                &client,
+                RemotingCommand::request(codes::ROUTE_PULL).with_body(asked),
+            )
+            .await?;
+            let body = answer.body.unwrap_or_default();
+            self.digest_bytes
+                .fetch_add(body.len() as u64, Ordering::Relaxed);
+            let records: Vec<Record> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+            let state = state.clone();
+            let peer = id.to_string();
+            let taken = tokio::task::spawn_blocking(move || {
+                records
+                    .iter()
+                    .filter(|rec| take_over(&state, rec, &peer))
+                    .count()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
+        }
+        Ok(differences)
+    }
+}
+
+async fn call(client: &Client, request: RemotingCommand) -> Result<RemotingCommand, String> {
+    let answer = client
+        .invoke(request, CALL_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    if answer.code != response::SUCCESS {
+        return Err(format!(
+            "answered {}: {}",
+            answer.code,
+            answer.remark.unwrap_or_default()
+        ));
+    }
+    Ok(answer)
+}
+
+/// Replays a peer's registration of a broker here, as a registration of no connection, then
+/// dates the broker as the peer last heard it. False if it was refused.
+fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
+    let h = &rec.heard;
+    let mut cmd = RemotingCommand::request(request::REGISTER_BROKER)
+        .with_version(rec.protocol)
+        .with_ext("brokerName", &h.name)
+        .with_ext("brokerAddr", &h.addr)
+        .with_ext("clusterName", &h.cluster)
+        .with_ext("haServerAddr", &rec.ha_server_addr)
+        .with_ext("brokerId", h.id)
+        .with_ext("heartbeatTimeoutMillis", rec.timeout_ms)
+        .with_ext("enableActingMaster", rec.acting_master)
+        .with_ext("compressed", false)
+        .with_body(rec.body.clone().into_bytes());
+    if let Some(zone) = &rec.zone {
+        cmd = cmd.with_ext("zoneName", zone);
+    }
+    match crate::handler::register_from_peer(state, &cmd) {
+        Ok(()) => {
+            state
+                .routes
+                .change(|r| r.adopted_from_peer(&h.cluster, &h.addr, PEER_CONNECTION, h.last_ms));
+            tracing::debug!(peer, broker = %h.name, addr = %h.addr, "took a broker's registration over from a peer");
+            true
+        }
+        Err(why) => {
+            tracing::warn!(peer, broker = %h.name, addr = %h.addr, %why, "a peer's registration of a broker was refused");
+            false
+        }
+    }
+}
+
+/// The route exchange's request codes, beside the KV group's (`kv_group::codes`).
+pub mod codes {
+    /// The asked NameServer's digest: a JSON list of `Heard`.
+    pub const ROUTE_DIGEST: i32 = 1220;
+    /// The registrations of the brokers in the body (a JSON list of `Heard`): a JSON list of
+    /// `Record`.
+    pub const ROUTE_PULL: i32 = 1221;
+}
+
+/// The exchange's series on `/metrics`.
+struct PeerRoutesCollector(Arc<PeerRoutes>);
+
+impl std::fmt::Debug for PeerRoutesCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerRoutesCollector")
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct PeerLabels {
+    peer: rocketmq_http::Escaped,
+    address: rocketmq_http::Escaped,
+}
+
+impl prometheus_client::collector::Collector for PeerRoutesCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> std::fmt::Result {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let p = &self.0;
+        let standing = p.standing();
+        for (name, help, value) in [
+            (
+                "peers_route_differences",
+                "Brokers the last exchange with each peer found this NameServer lacking or \
+                 holding at an older data version",
+                (|s: &PeerStanding| Some(s.differences as f64)) as fn(&PeerStanding) -> Option<f64>,
+            ),
+            (
+                "peers_route_disagreeing_seconds",
+                "Seconds this NameServer has disagreed with each peer without a break (0: agrees)",
+                |s| Some(s.disagreeing_ms.map_or(0.0, |ms| ms as f64 / 1000.0)),
+            ),
+            (
+                "peers_route_exchange_age_seconds",
+                "Seconds since each peer's route digest last came",
+                |s| s.last_exchange_ms.map(|ms| ms as f64 / 1000.0),
+            ),
+        ] {
+            let g = ConstGauge::new(0f64);
+            let mut family = encoder.encode_descriptor(name, help, None, g.metric_type())?;
+            for s in &standing {
+                if let Some(v) = value(s) {
+                    let labels = PeerLabels {
+                        peer: rocketmq_http::Escaped(s.id.clone()),
+                        address: rocketmq_http::Escaped(s.address.clone()),
+                    };
+                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        for (name, help, n) in [
+            (
+                "peers_route_taken_over",
+                "Broker registrations taken over from peers",
+                p.taken_over.load(Ordering::Relaxed),
+            ),
+            (
+                "peers_route_heard_later",
+                "Broker deadlines moved on because a peer heard the broker later",
+                p.heard_later.load(Ordering::Relaxed),
+            ),
+            (
+                "peers_route_received_bytes",
+                "Bytes of route digests and registrations received from peers",
+                p.digest_bytes.load(Ordering::Relaxed),
+            ),
+        ] {
+            let c = ConstCounter::new(n);
+            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+        rocketmq_raft::metrics::gauge(
+            &mut encoder,
+            "peers_routes_filled",
+            "1 once this NameServer has taken its peers' routes since it started",
+            i64::from(p.filled()),
+        )
+    }
+}
+
+/// Adds the exchange's series to every scrape of `registry`.
+pub fn register_metrics(
+    registry: &mut prometheus_client::registry::Registry,
+    routes: Arc<PeerRoutes>,
+) {
+    registry.register_collector(Box::new(PeerRoutesCollector(routes)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heard(name: &str, addr: &str, version: (i64, i64, i64), last_ms: i64) -> Heard {
+        Heard {
+            cluster: "c".into(),
+            addr: addr.into(),
+            name: name.into(),
+            id: 0,
+            version,
+            last_ms,
+        }
+    }
+
+    #[test]
+    fn an_unknown_broker_is_taken_over_and_a_departed_one_only_on_newer_word() {
+        let r = Registry::default();
+        let c = compare(&r, &[heard("a", "1.1.1.1:10911", (0, 1, 1), 5)]);
+        assert_eq!(c.take.len(), 1);
+        assert!(c.heard_later.is_empty());
+    }
+}
