@@ -120,7 +120,7 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
             .collect();
         let body = RegisterBrokerBody {
             wrapper: TopicConfigWrapper {
-                data_version: live.data_version.clone(),
+                data_version: live.data_version,
                 topic_configs,
                 mapping_info: Vec::new(),
             },
