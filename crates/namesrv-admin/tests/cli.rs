@@ -428,7 +428,7 @@ async fn diff_finds_no_difference_between_nameservers_that_agree() {
     ])
     .await;
     assert_eq!(put.code, 0, "{}", put.stderr);
-    let mut last = String::new();
+    let mut last;
     let agreed = {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
