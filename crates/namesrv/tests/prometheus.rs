@@ -44,7 +44,11 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
 
     check_rules(&rules_path);
 
-    let server = MQNAMESRV.start_with("scanNotActiveBrokerInterval=200");
+    // A member of three NameServers that agree, so that the peers' panels and rules have data
+    // as well; the load and the broker go to this one.
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "scanNotActiveBrokerInterval=200");
+    cluster.ready(Duration::from_secs(30)).await;
+    let server = cluster.node(0);
     let metrics_addr = server
         .http
         .as_deref()
