@@ -35,8 +35,12 @@ use crate::state::State;
 const EVERY: Duration = Duration::from_secs(1);
 /// A digest or a pull not answered within this is tried again at the next round.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
-/// Brokers taken over in one pull: a peer that restarted empty catches up in a few rounds.
+/// Brokers asked for in one pull.
 const PULL_MAX: usize = 64;
+/// Bytes of registrations one pull answers with at most (past the first record): a group with
+/// 100k topics is megabytes, and a pull must stay far below a frame's cap. The puller asks again
+/// at once for the rest.
+const PULL_BYTES: usize = 4 * 1024 * 1024;
 /// How long a NameServer that started waits for its peers' routes before it says it is ready
 /// with what its snapshot held.
 const FILL_LIMIT: Duration = Duration::from_secs(10);
@@ -91,10 +95,15 @@ pub fn digest(r: &Registry) -> Vec<Heard> {
     out
 }
 
-/// The registrations of the asked brokers (those still heard here).
+/// The registrations of the asked brokers still heard here, in the order asked, as many as fit
+/// in [`PULL_BYTES`] (at least one).
 pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
     let mut out = Vec::new();
+    let mut bytes = 0;
     for want in asked {
+        if bytes >= PULL_BYTES {
+            break;
+        }
         let Some(bd) = r.group(&want.name) else {
             continue;
         };
@@ -127,6 +136,8 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
             filter_server_list: None,
         };
         let dv = &live.data_version;
+        let body = String::from_utf8_lossy(&body.encode_json()).into_owned();
+        bytes += body.len();
         out.push(Record {
             heard: Heard {
                 cluster: want.cluster.clone(),
@@ -141,7 +152,7 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
             protocol: live.version,
             acting_master: bd.enable_acting_master,
             zone: bd.zone_name.clone(),
-            body: String::from_utf8_lossy(&body.encode_json()).into_owned(),
+            body,
         });
     }
     out
@@ -352,17 +363,30 @@ impl PeerRoutes {
             });
             self.heard_later.fetch_add(n as u64, Ordering::Relaxed);
         }
-        for chunk in comparison.take.chunks(PULL_MAX) {
-            let asked = serde_json::to_vec(chunk).map_err(|e| e.to_string())?;
+        let mut left: &[Heard] = &comparison.take;
+        while !left.is_empty() {
+            let asked = &left[..left.len().min(PULL_MAX)];
+            let body = serde_json::to_vec(asked).map_err(|e| e.to_string())?;
             let answer = call(
                 &client,
-                RemotingCommand::request(codes::ROUTE_PULL).with_body(asked),
+                RemotingCommand::request(codes::ROUTE_PULL).with_body(body),
             )
             .await?;
             let body = answer.body.unwrap_or_default();
             self.digest_bytes
                 .fetch_add(body.len() as u64, Ordering::Relaxed);
             let records: Vec<Record> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+            // The answer covers the asked entries up to the last one it holds; those it skipped
+            // before that are no longer heard there.
+            let covered = records
+                .last()
+                .and_then(|last| {
+                    asked
+                        .iter()
+                        .position(|h| h.addr == last.heard.addr && h.cluster == last.heard.cluster)
+                })
+                .map_or(asked.len(), |i| i + 1);
+            left = &left[covered..];
             let state = state.clone();
             let peer = id.to_string();
             let taken = tokio::task::spawn_blocking(move || {

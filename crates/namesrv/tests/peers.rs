@@ -384,3 +384,19 @@ async fn a_broker_whose_connection_closed_is_not_brought_back_by_a_peer() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A NameServer that was down while a broker registered elsewhere routes to it as soon as it
+/// says it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_nameserver_holds_its_peers_routes_when_it_says_it_is_ready() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    cluster.kill(2);
+    let broker = Broker::new("c", "while-down", 0, "10.1.0.3:10911");
+    let _conn = broker
+        .register_on(cluster.node(0), &["WhileDownTopic", "WhileDownTopic2"])
+        .await;
+    cluster.restart(2);
+    cluster.node_ready(2, READY).await;
+    assert!(routes_to(&cluster, 2, "WhileDownTopic", &broker.addr).await);
+}
