@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use rocketmq_http::page::{cells, clock, empty_row, esc, not_shown, seconds};
+use rocketmq_http::page::{
+    cells, clock, empty_row, esc, members_table, not_shown, seconds, MemberRow,
+};
 
 use crate::node::ControllerView;
 
@@ -34,29 +36,19 @@ pub fn section(page: &mut String, c: &ControllerView) {
         c.elections_no_master,
     );
 
-    page.push_str(
-        "<table id=controller-members><tr><th>member</th><th>address</th><th>role</th>\
-         <th>last answer</th><th>log lag</th></tr>",
-    );
-    for view in &c.members {
-        let m = &view.member;
-        let name = if view.this_node {
-            format!("{} (this node)", m.id)
-        } else {
-            m.id.clone()
-        };
-        let answer = match (view.this_node, view.last_answer_ms) {
-            (true, _) => "-".to_string(),
-            (false, Some(ms)) => format!("{} ago", seconds(ms as i64)),
-            (false, None) => "not known here".to_string(),
-        };
-        let lag = m.lag.map_or("-".to_string(), |l| l.to_string());
-        cells(page, &[&name, &m.address, &m.role, &answer, &lag]);
-    }
-    if c.members.is_empty() {
-        empty_row(page, 5, "no member: the group has not formed");
-    }
-    page.push_str("</table>");
+    let rows: Vec<MemberRow<'_>> = c
+        .members
+        .iter()
+        .map(|v| MemberRow {
+            id: &v.member.id,
+            address: &v.member.address,
+            role: &v.member.role,
+            this_node: v.this_node,
+            last_answer_ms: v.last_answer_ms,
+            lag: v.member.lag,
+        })
+        .collect();
+    members_table(page, "controller-members", &rows);
 
     page.push_str(
         "<table id=replica-groups><tr><th>cluster</th><th>broker name</th><th>master id</th>\

@@ -142,6 +142,44 @@ pub fn cells(page: &mut String, cells: &[&str]) {
     page.push_str("</tr>");
 }
 
+/// One member of a replicated group (the controller's, the NameServers' KV group) as both pages
+/// list them.
+pub struct MemberRow<'a> {
+    pub id: &'a str,
+    pub address: &'a str,
+    pub role: &'a str,
+    pub this_node: bool,
+    pub last_answer_ms: Option<u64>,
+    pub lag: Option<u64>,
+}
+
+/// A group's member table under `id`: member, address, role, last answer, log lag.
+pub fn members_table(page: &mut String, id: &str, rows: &[MemberRow<'_>]) {
+    let _ = write!(
+        page,
+        "<table id={id}><tr><th>member</th><th>address</th><th>role</th>\
+         <th>last answer</th><th>log lag</th></tr>"
+    );
+    for m in rows {
+        let name = if m.this_node {
+            format!("{} (this node)", m.id)
+        } else {
+            m.id.to_string()
+        };
+        let answer = match (m.this_node, m.last_answer_ms) {
+            (true, _) => "-".to_string(),
+            (false, Some(ms)) => format!("{} ago", seconds(ms as i64)),
+            (false, None) => "not known here".to_string(),
+        };
+        let lag = m.lag.map_or("-".to_string(), |l| l.to_string());
+        cells(page, &[&name, m.address, m.role, &answer, &lag]);
+    }
+    if rows.is_empty() {
+        empty_row(page, 5, "no member: the group has not formed");
+    }
+    page.push_str("</table>");
+}
+
 /// A muted line saying how many rows a bounded table left out.
 pub fn not_shown(page: &mut String, hidden: usize, what: &str) {
     if hidden > 0 {

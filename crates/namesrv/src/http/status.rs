@@ -17,7 +17,8 @@ use rocketmq_wire::json::JsonStyle;
 use serde::{Deserialize, Serialize};
 
 use rocketmq_http::page::{
-    cells, chart, chart_marker, clock, empty_row, esc, micros, not_shown, rate, seconds, uptime,
+    cells, chart, chart_marker, clock, empty_row, esc, members_table, micros, not_shown, rate,
+    seconds, uptime, MemberRow,
 };
 
 use super::{host_of, is_dns_name, Http};
@@ -698,28 +699,19 @@ fn peers_section(
         "<h2>Peers</h2><p id=peers>{}</p>",
         esc(&peers_summary(p))
     );
-    page.push_str(
-        "<table id=peer-members><tr><th>member</th><th>address</th><th>role</th>\
-         <th>last answer</th><th>log lag</th></tr>",
-    );
-    for m in &p.members {
-        let name = if m.this_node {
-            format!("{} (this node)", m.id)
-        } else {
-            m.id.clone()
-        };
-        let answer = match (m.this_node, m.last_answer_ms) {
-            (true, _) => "-".to_string(),
-            (false, Some(ms)) => format!("{} ago", seconds(ms as i64)),
-            (false, None) => "not known here".to_string(),
-        };
-        let lag = m.lag.map_or("-".to_string(), |l| l.to_string());
-        cells(page, &[&name, &m.address, m.role, &answer, &lag]);
-    }
-    if p.members.is_empty() {
-        empty_row(page, 5, "no member: the group has not formed");
-    }
-    page.push_str("</table>");
+    let rows: Vec<MemberRow<'_>> = p
+        .members
+        .iter()
+        .map(|m| MemberRow {
+            id: &m.id,
+            address: &m.address,
+            role: m.role,
+            this_node: m.this_node,
+            last_answer_ms: m.last_answer_ms,
+            lag: m.lag,
+        })
+        .collect();
+    members_table(page, "peer-members", &rows);
     page.push_str(
         "<table id=peer-routes><tr><th>peer</th><th>address</th><th>route differences</th>\
          <th>disagreeing for</th><th>last digest</th></tr>",

@@ -123,11 +123,7 @@ public final class ControllerInterop {
     }
 
     public static void main(String[] argv) {
-        Map<String, String> args = new HashMap<>();
-        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
-            int eq = a.indexOf('=');
-            args.put(a.substring(0, eq), a.substring(eq + 1));
-        }
+        Map<String, String> args = Interop.keyValues(argv);
         int rc = 0;
         ControllerInterop it = null;
         try {

@@ -57,11 +57,7 @@ public final class Interop {
     }
 
     public static void main(String[] argv) {
-        Map<String, String> args = new HashMap<>();
-        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
-            int eq = a.indexOf('=');
-            args.put(a.substring(0, eq), a.substring(eq + 1));
-        }
+        Map<String, String> args = keyValues(argv);
         int rc = 0;
         Interop it = null;
         try {
@@ -486,6 +482,16 @@ public final class Interop {
             check(e.getResponseCode() == code, "%s: expected response code %d, got %d (%s)", what, code,
                 e.getResponseCode(), e.getErrorMessage());
         }
+    }
+
+    /** The key=value arguments after the scenario name. */
+    static Map<String, String> keyValues(String[] argv) {
+        Map<String, String> args = new HashMap<>();
+        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
+            int eq = a.indexOf('=');
+            args.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        return args;
     }
 
     /** Polls until the probe returns non-null; probe exceptions count as "not yet" and are reported on timeout. */

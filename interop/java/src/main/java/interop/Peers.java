@@ -3,8 +3,6 @@ package interop;
 import static interop.Interop.await;
 import static interop.Interop.log;
 
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Map;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
@@ -21,11 +19,7 @@ public final class Peers {
     private static final int QUERY_NOT_FOUND = 22;
 
     public static void main(String[] argv) {
-        Map<String, String> args = new HashMap<>();
-        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
-            int eq = a.indexOf('=');
-            args.put(a.substring(0, eq), a.substring(eq + 1));
-        }
+        Map<String, String> args = Interop.keyValues(argv);
         int rc = 0;
         try {
             for (String ns : args.get("ns").split(",")) {

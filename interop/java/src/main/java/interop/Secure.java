@@ -8,7 +8,6 @@ import static interop.Interop.log;
 import static interop.Interop.queueData;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -62,11 +61,7 @@ public final class Secure {
     }
 
     public static void main(String[] argv) {
-        Map<String, String> args = new HashMap<>();
-        for (String a : Arrays.asList(argv).subList(1, argv.length)) {
-            int eq = a.indexOf('=');
-            args.put(a.substring(0, eq), a.substring(eq + 1));
-        }
+        Map<String, String> args = Interop.keyValues(argv);
         int rc = 0;
         Secure it = new Secure(args);
         try {
