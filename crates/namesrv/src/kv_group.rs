@@ -23,7 +23,17 @@ use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 use serde::{Deserialize, Serialize};
 
-use crate::kv::{KvStore, Table};
+use crate::kv::Table;
+use crate::state::State;
+
+/// A change id no two proposals share in practice: the clock's nanoseconds and a counter.
+fn change_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(48)
+}
 
 /// Request codes of the KV group's traffic between NameServers, on the remoting port: outside
 /// every range Java assigns, and apart from the controller's (1190–1195).
@@ -74,7 +84,70 @@ pub enum KvCommand {
     Delete { namespace: String, key: String },
     /// A member's own KV file, offered once: what the group lacks is taken.
     Seed { member: NodeId, table: Table },
+    /// A topic change made by an admin request on one NameServer, for every member's routes.
+    Admin(AdminChange),
 }
+
+/// A topic change an admin request makes (wipe or add write permission, delete or register a
+/// topic), stamped so that each member applies it once, and only while it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminChange {
+    /// Unique per change: the member that took the request reads its own result by it.
+    pub id: u64,
+    /// When it was proposed (the proposer's clock): a member applies only the changes proposed
+    /// since it started; older ones its routes had, or lost with the restart like any route.
+    pub at_ms: i64,
+    pub op: AdminOp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminOp {
+    WritePerm {
+        broker_name: String,
+        wipe: bool,
+    },
+    DeleteTopic {
+        topic: String,
+        cluster: Option<String>,
+    },
+    /// Each queue: (broker name, read queues, write queues, perm, topic sys flag).
+    RegisterTopic {
+        topic: String,
+        queues: Vec<(String, i32, i32, i32, i32)>,
+    },
+}
+
+impl AdminOp {
+    /// Applies the change to this member's routes; how many topics it touched.
+    pub fn apply(&self, routes: &crate::registry::RouteTable) -> i64 {
+        match self {
+            AdminOp::WritePerm { broker_name, wipe } => {
+                routes.change(|r| r.change_write_perm(broker_name, *wipe)) as i64
+            }
+            AdminOp::DeleteTopic { topic, cluster } => {
+                i64::from(routes.change(|r| r.delete_topic(topic, cluster.as_deref())))
+            }
+            AdminOp::RegisterTopic { topic, queues } => {
+                let queue_datas: Vec<rocketmq_wire::body::QueueData> = queues
+                    .iter()
+                    .map(
+                        |(broker, read, write, perm, sys_flag)| rocketmq_wire::body::QueueData {
+                            broker_name: broker.clone(),
+                            read_queue_nums: *read,
+                            write_queue_nums: *write,
+                            perm: *perm,
+                            topic_sys_flag: *sys_flag,
+                        },
+                    )
+                    .collect();
+                i64::from(routes.change(|r| r.register_topic(topic, &queue_datas)))
+            }
+        }
+    }
+}
+
+/// Admin changes the state keeps for members to apply: far more than arrive between two looks.
+const ADMIN_KEPT: usize = 1024;
 
 /// The replicated KV config.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -82,6 +155,11 @@ pub struct KvState {
     pub table: Table,
     /// The members whose own file the group has taken (`Seed`).
     pub seeded: BTreeSet<NodeId>,
+    /// The latest admin changes, numbered in the order applied.
+    #[serde(default)]
+    pub admin: std::collections::VecDeque<(u64, AdminChange)>,
+    #[serde(default)]
+    pub admin_seq: u64,
 }
 
 impl KvState {
@@ -101,6 +179,13 @@ impl KvState {
             KvCommand::Delete { namespace, key } => {
                 if let Some(ns) = self.table.get_mut(namespace) {
                     ns.remove(key);
+                }
+            }
+            KvCommand::Admin(change) => {
+                self.admin_seq += 1;
+                self.admin.push_back((self.admin_seq, change.clone()));
+                while self.admin.len() > ADMIN_KEPT {
+                    self.admin.pop_front();
                 }
             }
             KvCommand::Seed { member, table } => {
@@ -210,9 +295,13 @@ pub struct KvGroup {
     to_leader: Mutex<Option<(String, Client)>>,
     /// The applied index the KV store was last made from: stores are made in order.
     synced: Mutex<Option<u64>>,
+    /// The number of the last admin change applied to this member's routes, and the results
+    /// of the latest ones by change id.
+    admin_applied: Mutex<(u64, BTreeMap<u64, i64>)>,
     /// Once this node has caught up with its group, or given up waiting for it.
     caught_up: AtomicBool,
     started: Instant,
+    started_ms: i64,
 }
 
 impl KvGroup {
@@ -241,8 +330,10 @@ impl KvGroup {
             peer_ips,
             to_leader: Mutex::new(None),
             synced: Mutex::new(None),
+            admin_applied: Mutex::new((0, BTreeMap::new())),
             caught_up: AtomicBool::new(false),
             started: Instant::now(),
+            started_ms: rocketmq_wire::clock::now_ms(),
         }))
     }
 
@@ -315,7 +406,7 @@ impl KvGroup {
     /// Applies `cmd` through the group: on the leader, or passed on to it. Answers once the
     /// command is committed and this node's KV store holds it, or with why not within the
     /// deadline.
-    pub async fn write(&self, kv: &KvStore, cmd: KvCommand) -> Result<(), WriteFailed> {
+    pub async fn write(&self, local: &State, cmd: KvCommand) -> Result<(), WriteFailed> {
         let deadline = Instant::now() + DEADLINE;
         let mut last_error;
         loop {
@@ -328,7 +419,7 @@ impl KvGroup {
             };
             match attempt {
                 Ok(applied) => {
-                    self.await_applied(kv, applied, deadline).await;
+                    self.await_applied(local, applied, deadline).await;
                     return Ok(());
                 }
                 Err(e) => last_error = e.to_string(),
@@ -431,7 +522,7 @@ impl KvGroup {
 
     /// Waits (within the deadline) until this node has applied `applied`, then makes its KV
     /// store from the group's state: what was just written is read back from this node.
-    async fn await_applied(&self, kv: &KvStore, applied: Option<u64>, deadline: Instant) {
+    async fn await_applied(&self, local: &State, applied: Option<u64>, deadline: Instant) {
         let mut metrics = self.group.raft().metrics();
         loop {
             let have = metrics.borrow().last_applied.map(|l| l.index);
@@ -443,24 +534,54 @@ impl KvGroup {
                 break;
             }
         }
-        if let Err(e) = self.sync(kv) {
+        if let Err(e) = self.sync(local) {
             tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
         }
     }
 
+    /// Proposes an admin change and waits until this member applied it; how many topics it
+    /// touched here.
+    pub async fn admin(&self, local: &State, op: AdminOp) -> Result<i64, WriteFailed> {
+        let id = change_id();
+        let change = AdminChange {
+            id,
+            at_ms: rocketmq_wire::clock::now_ms(),
+            op,
+        };
+        self.write(local, KvCommand::Admin(change)).await?;
+        Ok(self.admin_applied.lock().1.get(&id).copied().unwrap_or(0))
+    }
+
     /// Makes the KV store the group's state as applied here, once this node's own file has
-    /// been offered to the group; never an older state over a newer one.
-    fn sync(&self, kv: &KvStore) -> Result<(), crate::kv::KvError> {
+    /// been offered to the group, never an older state over a newer one; and applies the admin
+    /// changes proposed since this node started to its routes, each once, in order.
+    fn sync(&self, local: &State) -> Result<(), crate::kv::KvError> {
         let mut synced = self.synced.lock();
         let (index, state) = {
             let applied = self.group.applied().read();
             (applied.last_applied.map(|l| l.index), applied.state.clone())
         };
         let stale = synced.is_some() && *synced >= index;
-        if !state.seeded.contains(&self.peers.self_id) || stale {
+        if stale {
             return Ok(());
         }
-        kv.replace(state.table)?;
+        {
+            let mut admin = self.admin_applied.lock();
+            let from = admin.0;
+            for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
+                admin.0 = *seq;
+                if change.at_ms >= self.started_ms {
+                    let touched = change.op.apply(&local.routes);
+                    admin.1.insert(change.id, touched);
+                }
+            }
+            while admin.1.len() > ADMIN_KEPT {
+                admin.1.pop_first();
+            }
+        }
+        if state.seeded.contains(&self.peers.self_id) {
+            local.kv.replace(state.table)?;
+        }
         *synced = index;
         Ok(())
     }
@@ -490,7 +611,7 @@ impl KvGroup {
     /// node applies, and notes when it has caught up.
     pub async fn follow(
         self: Arc<Self>,
-        kv: Arc<KvStore>,
+        local: Arc<State>,
         stop: tokio_util::sync::CancellationToken,
     ) {
         let mut metrics = self.group.raft().metrics();
@@ -505,9 +626,9 @@ impl KvGroup {
             if !seeded && self.group.leader().is_some() {
                 let cmd = KvCommand::Seed {
                     member: self.peers.self_id,
-                    table: kv.table(),
+                    table: local.kv.table(),
                 };
-                match self.write(&kv, cmd).await {
+                match self.write(&local, cmd).await {
                     Ok(()) => tracing::info!("this NameServer's KV file was offered to its group"),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot offer the KV file to the group yet")
@@ -515,8 +636,8 @@ impl KvGroup {
                 }
             }
             let this = self.clone();
-            let store = kv.clone();
-            let synced = tokio::task::spawn_blocking(move || this.sync(&store)).await;
+            let state = local.clone();
+            let synced = tokio::task::spawn_blocking(move || this.sync(&state)).await;
             if let Ok(Err(e)) = synced {
                 tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             }

@@ -253,7 +253,7 @@ pub async fn run(
     tokio::spawn(metrics::sample_requests(state.clone(), stop.clone()));
     tls.spawn_reloader(stop.clone());
     if let Some(group) = &kv_group {
-        tokio::spawn(group.clone().follow(kv.clone(), stop.clone()));
+        tokio::spawn(group.clone().follow(state.clone(), stop.clone()));
     }
     if let Some(routes) = &peer_routes {
         tokio::spawn(routes.clone().run(state.clone(), stop.clone()));

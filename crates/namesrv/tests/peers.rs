@@ -400,3 +400,49 @@ async fn a_restarted_nameserver_holds_its_peers_routes_when_it_says_it_is_ready(
     cluster.node_ready(2, READY).await;
     assert!(routes_to(&cluster, 2, "WhileDownTopic", &broker.addr).await);
 }
+
+/// Admin changes made through one NameServer (write permission, topic deletion) reach the
+/// others' routes: they travel through the KV group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "admin-broker", 0, "10.1.0.4:10911");
+    let _conn = broker
+        .register_on(cluster.node(0), &["AdminTopic", "AdminTopic2"])
+        .await;
+    for i in 1..3 {
+        eventually("routable everywhere", Duration::from_secs(3), || {
+            routes_to(&cluster, i, "AdminTopic", &broker.addr)
+        })
+        .await;
+    }
+    let wipe = RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER)
+        .with_ext("brokerName", broker.name);
+    let wipe = write(&cluster, 1, wipe).await;
+    assert_eq!(wipe.code, response::SUCCESS, "{:?}", wipe.remark);
+    assert_eq!(wipe.ext("wipeTopicCount"), Some("2"));
+    // At once on the NameServer that took it, within moments on the others.
+    for i in [1, 0, 2] {
+        let limit = Duration::from_secs(if i == 1 { 0 } else { 2 });
+        eventually(&format!("writes wiped on node {i}"), limit, || async {
+            let client = cluster.client(i).await;
+            let route = call(&client, route_request("AdminTopic", 479)).await;
+            body_text(&route).contains("\"perm\":4")
+        })
+        .await;
+    }
+    let delete =
+        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "AdminTopic2");
+    let delete = write(&cluster, 2, delete).await;
+    assert_eq!(delete.code, response::SUCCESS, "{:?}", delete.remark);
+    for i in [2, 0, 1] {
+        let limit = Duration::from_secs(if i == 2 { 0 } else { 2 });
+        eventually(&format!("the topic gone on node {i}"), limit, || async {
+            let client = cluster.client(i).await;
+            let route = call(&client, route_request("AdminTopic2", 479)).await;
+            route.code == response::TOPIC_NOT_EXIST
+        })
+        .await;
+    }
+}

@@ -25,7 +25,7 @@ fn after_change(state: &State, namespace: &str) {
 /// A write through the NameServers' KV group: answered once a majority has it. Served on the
 /// blocking pool (`Facts::blocking`), where waiting for the group is allowed.
 fn replicate(state: &State, group: &KvGroup, cmd: KvCommand) -> Result<(), WriteFailed> {
-    tokio::runtime::Handle::current().block_on(group.write(&state.kv, cmd))
+    tokio::runtime::Handle::current().block_on(group.write(state, cmd))
 }
 
 pub fn put(state: &State, r: &RemotingCommand) -> HandlerResult {

@@ -123,10 +123,13 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
             Facts::new(|s, _, r| topic::all(s, r)).blocking()
         }
-        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::delete(s, r)).changes_state(),
-        req::REGISTER_TOPIC_IN_NAMESRV => {
-            Facts::new(|s, _, r| topic::register(s, r)).changes_state()
-        }
+        // Blocking: with peers they wait for the KV group (`admin_change`).
+        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::delete(s, r))
+            .blocking()
+            .changes_state(),
+        req::REGISTER_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::register(s, r))
+            .blocking()
+            .changes_state(),
         req::GET_TOPICS_BY_CLUSTER => Facts::new(|s, _, r| topic::by_cluster(s, r)).blocking(),
         req::GET_SYSTEM_TOPIC_LIST_FROM_NS => Facts::new(|s, _, r| topic::system(s, r)),
         req::GET_UNIT_TOPIC_LIST
@@ -198,6 +201,18 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
         started.elapsed(),
     );
     (!request.is_oneway()).then_some(response)
+}
+
+/// Applies an admin topic change (write permission, topic deletion or registration) here, or,
+/// with peers, through the KV group so that every NameServer applies it; how many topics it
+/// touched here. Served on the blocking pool (`Facts::blocking`), where waiting is allowed.
+fn admin_change(state: &State, op: crate::kv_group::AdminOp) -> Result<i64, SystemError> {
+    match &state.kv_group {
+        Some(group) => tokio::runtime::Handle::current()
+            .block_on(group.admin(state, op))
+            .map_err(|e| SystemError(e.to_string())),
+        None => Ok(op.apply(&state.routes)),
+    }
 }
 
 /// Applies a peer's registration of a broker (`peer_routes`) as REGISTER_BROKER of no

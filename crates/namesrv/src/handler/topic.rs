@@ -9,7 +9,8 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, HandlerResult, SystemError};
+use super::{admin_change, success, HandlerResult, SystemError};
+use crate::kv_group::AdminOp;
 use crate::state::State;
 
 const TOPIC_SYS_FLAG_UNIT: i32 = 1;
@@ -81,7 +82,11 @@ pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
         cluster_name,
     } = DeleteTopicHeader::from_command(r)?;
     let cluster = cluster_name.filter(|c| !c.is_empty());
-    state.routes.change(|reg| reg.delete_topic(topic, cluster));
+    let op = AdminOp::DeleteTopic {
+        topic: topic.to_string(),
+        cluster: cluster.map(String::from),
+    };
+    admin_change(state, op)?;
     Ok(success(r))
 }
 
@@ -98,9 +103,19 @@ pub fn register(state: &State, r: &RemotingCommand) -> HandlerResult {
         }
         let route = TopicRouteData::decode(body)?;
         if !route.queue_datas.is_empty() {
-            state
-                .routes
-                .change(|reg| reg.register_topic(topic, &route.queue_datas));
+            let queues = route
+                .queue_datas
+                .iter()
+                .map(|q| {
+                    let (read, write) = (q.read_queue_nums, q.write_queue_nums);
+                    (q.broker_name.clone(), read, write, q.perm, q.topic_sys_flag)
+                })
+                .collect();
+            let op = AdminOp::RegisterTopic {
+                topic: topic.to_string(),
+                queues,
+            };
+            admin_change(state, op)?;
         }
     }
     Ok(success(r))
