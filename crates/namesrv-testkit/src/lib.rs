@@ -11,6 +11,7 @@
 //! - `broker`: a test broker's registrations and the everyday requests (KV, route, cluster info);
 //! - `controller`: a controller node's config text, NameServers embedding controller nodes,
 //!   and a broker in controller mode;
+//! - `netns`: a private network of namespaces made by a test, whose links it cuts and heals;
 //! - `peers`: NameServers that list each other as peers and replicate the KV config;
 //! - `frames`: frames as raw bytes, well-formed or as a hostile peer writes them;
 //! - `tls`: a self-signed certificate, the properties that serve it, and clients over TLS;
@@ -21,6 +22,7 @@
 mod broker;
 mod controller;
 mod frames;
+mod netns;
 mod peers;
 mod probes;
 mod prometheus;
@@ -31,6 +33,7 @@ mod tools;
 pub use broker::*;
 pub use controller::*;
 pub use frames::*;
+pub use netns::*;
 pub use peers::*;
 pub use probes::*;
 pub use prometheus::*;

@@ -52,6 +52,41 @@ impl NamesrvCluster {
         NamesrvCluster { nodes, addrs }
     }
 
+    /// Three NameServers each in a namespace of `net`, at its node addresses; `extra` is
+    /// appended to every config file. Their links can then be cut with `net`.
+    pub fn start_in_net(launch: Launch, net: &crate::Net, n: usize, extra: &str) -> Self {
+        let port = crate::controller::free_port();
+        let addrs: Vec<String> = (0..n)
+            .map(|i| format!("{}:{port}", net.node_ip(i)))
+            .collect();
+        let peers: Vec<String> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("n{i}-{a}"))
+            .collect();
+        let peers = peers.join(";");
+        let mut nodes = Nodes::new(launch);
+        for i in 0..n {
+            let wrap = ["ip", "netns", "exec", &net.ns(i)]
+                .map(String::from)
+                .to_vec();
+            let ip = net.node_ip(i);
+            nodes.add_wrapped(
+                |home| {
+                    format!(
+                        "listenPort={port}\nbindAddress={ip}\nhttpBindAddress={ip}\n\
+                         namesrvPeers={peers}\nnamesrvSelfId=n{i}\n\
+                         namesrvPeerStorePath={}\n{extra}",
+                        home.join("peers").display()
+                    )
+                },
+                wrap,
+            );
+        }
+        nodes.start_all();
+        NamesrvCluster { nodes, addrs }
+    }
+
     pub async fn client(&self, i: usize) -> Client {
         self.node(i).client().await
     }

@@ -62,10 +62,19 @@ impl Launch {
     /// Starts in an existing home directory with the config file as the last server left it
     /// (to test what it persisted).
     pub fn resume_in(self, home: &Path) -> Server {
+        self.resume_wrapped(home, &[])
+    }
+
+    /// As [`Launch::resume_in`], the binary run through the command `wrap` (`ip netns exec NS`);
+    /// a server in this process cannot be wrapped.
+    pub fn resume_wrapped(self, home: &Path, wrap: &[String]) -> Server {
         let config = home.join("namesrv.conf");
         match self.binary {
-            Some(binary) => spawn_binary(Path::new(binary), home, config),
-            None => run_in_process(home, config),
+            Some(binary) => spawn_binary(Path::new(binary), home, config, wrap),
+            None => {
+                assert!(wrap.is_empty(), "a server in this process runs here");
+                run_in_process(home, config)
+            }
         }
     }
 }
@@ -76,6 +85,8 @@ pub struct Nodes {
     launch: Launch,
     homes: Vec<TempDir>,
     props: Vec<String>,
+    /// The command each node's binary runs through (`ip netns exec NS`), if any.
+    wraps: Vec<Vec<String>>,
     pub nodes: Vec<Option<Server>>,
 }
 
@@ -85,15 +96,22 @@ impl Nodes {
             launch,
             homes: Vec::new(),
             props: Vec::new(),
+            wraps: Vec::new(),
             nodes: Vec::new(),
         }
     }
 
     /// Adds a node, not started, whose config text `props` makes from its home.
     pub fn add(&mut self, props: impl FnOnce(&Path) -> String) {
+        self.add_wrapped(props, Vec::new());
+    }
+
+    /// Adds a node whose binary runs through the command `wrap` (`ip netns exec NS`).
+    pub fn add_wrapped(&mut self, props: impl FnOnce(&Path) -> String, wrap: Vec<String>) {
         let home = tempfile::tempdir().unwrap();
         self.props.push(props(home.path()));
         self.homes.push(home);
+        self.wraps.push(wrap);
         self.nodes.push(None);
     }
 
@@ -131,7 +149,9 @@ impl Nodes {
     /// Starts node `i` again on its home, store and ports.
     pub fn restart(&mut self, i: usize) {
         self.kill(i);
-        let server = self.launch.start_in(self.homes[i].path(), &self.props[i]);
+        let home = self.homes[i].path();
+        write_config(home, &self.props[i]);
+        let server = self.launch.resume_wrapped(home, &self.wraps[i]);
         self.nodes[i] = Some(server);
     }
 
@@ -205,8 +225,16 @@ pub struct Server {
     _dir: Option<TempDir>,
 }
 
-fn spawn_binary(binary: &Path, home: &Path, config: PathBuf) -> Server {
-    let mut child = Command::new(binary)
+fn spawn_binary(binary: &Path, home: &Path, config: PathBuf, wrap: &[String]) -> Server {
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(binary);
+            c
+        }
+        None => Command::new(binary),
+    };
+    let mut child = command
         .arg("-c")
         .arg(&config)
         .env("HOME", home)

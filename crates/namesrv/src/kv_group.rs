@@ -221,6 +221,8 @@ impl rocketmq_raft::Machine for KvState {
 const HEARTBEAT_MS: u64 = 250;
 const ELECTION_TIMEOUT: Duration = Duration::from_millis(750);
 const SNAPSHOT_EVERY: u64 = 5_000;
+/// How long one attempt to pass a write on to the leader may take: a commit is milliseconds.
+const FORWARD_ATTEMPT: Duration = Duration::from_millis(1500);
 /// How long a NameServer that started waits for its group before it serves its own KV file
 /// and says it is ready: its peers may all be down.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(10);
@@ -455,7 +457,12 @@ impl KvGroup {
             .get(&leader)
             .cloned()
             .ok_or_else(|| failed(format!("leader {leader} is not a configured peer")))?;
-        let left = deadline.saturating_duration_since(Instant::now());
+        // One attempt never takes the whole deadline: a leader cut off since it was last heard
+        // from holds its answer forever, and another is elected within a few election
+        // timeouts; the retry goes to that one. A write applied twice does no harm.
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .min(FORWARD_ATTEMPT);
         let pooled = self
             .to_leader
             .lock()
@@ -467,7 +474,7 @@ impl KvGroup {
             None => {
                 let c = self
                     .group
-                    .connect(&addr, left.min(DEADLINE))
+                    .connect(&addr, left)
                     .await
                     .map_err(|e| failed(format!("cannot reach the leader {addr}: {e}")))?;
                 *self.to_leader.lock() = Some((addr.clone(), c.clone()));
@@ -559,12 +566,13 @@ impl KvGroup {
         let mut synced = self.synced.lock();
         let (index, state) = {
             let applied = self.group.applied().read();
-            (applied.last_applied.map(|l| l.index), applied.state.clone())
+            let index = applied.last_applied.map(|l| l.index);
+            // Looked at every heartbeat: nothing new is the common case, and costs no copy.
+            if synced.is_some() && *synced >= index {
+                return Ok(());
+            }
+            (index, applied.state.clone())
         };
-        let stale = synced.is_some() && *synced >= index;
-        if stale {
-            return Ok(());
-        }
         {
             let mut admin = self.admin_applied.lock();
             let from = admin.0;

@@ -282,24 +282,23 @@ impl PeerRoutes {
             .collect()
     }
 
-    /// Asks every peer for its digest each second and takes what this NameServer lacks.
+    /// Asks every peer for its digest each second, each peer on its own so that one that is
+    /// down or slow holds up no other, and takes what this NameServer lacks.
     pub async fn run(self: Arc<Self>, state: Arc<State>, stop: CancellationToken) {
-        let mut links: BTreeMap<String, Client> = BTreeMap::new();
+        for (id, addr) in self.peers.clone() {
+            let (this, state, stop) = (self.clone(), state.clone(), stop.clone());
+            tokio::spawn(async move { this.follow_peer(&state, &id, &addr, stop).await });
+        }
+        // Filled once every peer has answered once, or the wait ran out.
         loop {
-            let mut all_answered = true;
-            for (id, addr) in &self.peers {
-                match self.exchange(&state, &mut links, id, addr).await {
-                    Ok(differences) => self.note(id, Some(differences)),
-                    Err(e) => {
-                        tracing::debug!(peer = %id, error = %e, "no route digest from a peer");
-                        links.remove(id);
-                        all_answered = false;
-                        self.note(id, None);
-                    }
-                }
-            }
-            if !self.filled() && (all_answered || self.started.elapsed() >= FILL_LIMIT) {
-                if !all_answered {
+            let answered = {
+                let standing = self.standing.lock();
+                self.peers
+                    .iter()
+                    .all(|(id, _)| standing.get(id).is_some_and(|s| s.last_exchange.is_some()))
+            };
+            if answered || self.started.elapsed() >= FILL_LIMIT {
+                if !answered {
                     tracing::warn!(
                         "not every peer answered within {} s of starting: serving the routes \
                          this NameServer holds",
@@ -307,6 +306,25 @@ impl PeerRoutes {
                     );
                 }
                 self.filled.store(true, Ordering::Release);
+                return;
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+        }
+    }
+
+    async fn follow_peer(&self, state: &Arc<State>, id: &str, addr: &str, stop: CancellationToken) {
+        let mut link: Option<Client> = None;
+        loop {
+            match self.exchange(state, &mut link, addr).await {
+                Ok(differences) => self.note(id, Some(differences)),
+                Err(e) => {
+                    tracing::debug!(peer = %id, error = %e, "no route digest from a peer");
+                    link = None;
+                    self.note(id, None);
+                }
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -334,15 +352,14 @@ impl PeerRoutes {
     async fn exchange(
         &self,
         state: &Arc<State>,
-        links: &mut BTreeMap<String, Client>,
-        id: &str,
+        link: &mut Option<Client>,
         addr: &str,
     ) -> Result<usize, String> {
-        let client = match links.get(id) {
+        let client = match link {
             Some(c) => c.clone(),
             None => {
                 let c = (self.connect)(addr.to_string(), self.source, CALL_TIMEOUT).await?;
-                links.insert(id.to_string(), c.clone());
+                *link = Some(c.clone());
                 c
             }
         };
@@ -388,7 +405,7 @@ impl PeerRoutes {
                 .map_or(asked.len(), |i| i + 1);
             left = &left[covered..];
             let state = state.clone();
-            let peer = id.to_string();
+            let peer = addr.to_string();
             let taken = tokio::task::spawn_blocking(move || {
                 records
                     .iter()

@@ -446,3 +446,59 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
         .await;
     }
 }
+
+/// NameServers in network namespaces, one of them cut off from the other two: both sides go on
+/// serving routes and taking registrations; KV writes on the lone side fail clearly; once the
+/// links heal the three agree again, and nothing acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nameservers_cut_off_from_each_other_serve_both_sides_and_agree_after_healing() {
+    let Some(mut net) = Net::new(5, 3, 0) else {
+        return;
+    };
+    let cluster = NamesrvCluster::start_in_net(MQNAMESRV, &net, 3, "");
+    cluster.ready(READY).await;
+    let before = write(&cluster, 0, put_kv_request("ns", "before", "1")).await;
+    assert_eq!(before.code, response::SUCCESS, "{:?}", before.remark);
+
+    net.isolate(2, true);
+    // The majority side writes and converges; the lone side refuses KV writes within the
+    // deadline but takes registrations and serves routes.
+    let a = Broker::new("c", "majority-side", 0, "10.2.0.1:10911");
+    let _a = a.register_on(cluster.node(0), &["SideA", "SideA2"]).await;
+    let b = Broker::new("c", "lone-side", 0, "10.2.0.2:10911");
+    let _b = b.register_on(cluster.node(2), &["SideB", "SideB2"]).await;
+    eventually(
+        "the majority side converges",
+        Duration::from_secs(5),
+        || routes_to(&cluster, 1, "SideA", &a.addr),
+    )
+    .await;
+    let during = write(&cluster, 1, put_kv_request("ns", "during", "1")).await;
+    assert_eq!(during.code, response::SUCCESS, "{:?}", during.remark);
+    let began = Instant::now();
+    let refused = write(&cluster, 2, put_kv_request("ns", "refused", "1")).await;
+    assert_eq!(refused.code, response::SYSTEM_ERROR);
+    assert!(refused.remark.unwrap_or_default().contains("quorum"));
+    assert!(began.elapsed() < Duration::from_secs(7));
+    assert!(routes_to(&cluster, 2, "SideB", &b.addr).await);
+    assert!(
+        !routes_to(&cluster, 0, "SideB", &b.addr).await,
+        "the cut holds"
+    );
+
+    net.heal();
+    let healed = Instant::now();
+    for i in 0..3 {
+        eventually("the three agree again", Duration::from_secs(5), || async {
+            routes_to(&cluster, i, "SideA", &a.addr).await
+                && routes_to(&cluster, i, "SideB", &b.addr).await
+                && get_kv(&cluster, i, "ns", "during").await.as_deref() == Some("1")
+                && get_kv(&cluster, i, "ns", "before").await.as_deref() == Some("1")
+        })
+        .await;
+    }
+    println!("agreed {:?} after healing", healed.elapsed());
+    for i in 0..3 {
+        assert_eq!(get_kv(&cluster, i, "ns", "refused").await, None, "node {i}");
+    }
+}

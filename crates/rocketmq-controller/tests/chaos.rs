@@ -157,7 +157,7 @@ impl Timings {
 /// Runs the schedule of `seed`; the violations it found.
 async fn run_schedule(seed: u64, timings: &mut Timings) -> Vec<String> {
     let phases = nemesis::schedule(seed);
-    let Some(net) = support::net::Net::new(2, NODES, GROUPS * MEMBERS) else {
+    let Some(net) = namesrv_testkit::Net::new(2, NODES, GROUPS * MEMBERS) else {
         return Vec::new();
     };
     let ips = (0..GROUPS * MEMBERS)

@@ -16,9 +16,9 @@ use support::MQCONTROLLER;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use namesrv_testkit::Net;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::RemotingCommand;
-use support::net::Net;
 use support::{ask, claims, one_leader};
 
 const NODES: usize = 3;

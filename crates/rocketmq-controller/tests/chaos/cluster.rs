@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 
 use namesrv_testkit::ControllerProps;
 
-use crate::support::net::Net;
 use crate::support::MQCONTROLLER;
+use namesrv_testkit::Net;
 
 pub const NODES: usize = 3;
 pub const PORT: u16 = 19_876;

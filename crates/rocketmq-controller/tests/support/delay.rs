@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 
-use super::net::{ip, Net};
+use namesrv_testkit::{ip, Net};
 
 /// `struct ifreq` as TUNSETIFF reads it: the interface name, then the flags.
 #[repr(C)]

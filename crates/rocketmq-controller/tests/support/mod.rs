@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 pub mod delay;
-pub mod net;
 
 /// The `mqcontroller` Cargo built for this package's tests.
 pub const MQCONTROLLER: &str = env!("CARGO_BIN_EXE_mqcontroller");
@@ -138,7 +137,7 @@ pub fn boot_node(mut command: Command, log: &Path) -> Result<Child, String> {
 /// `port`, with its config, store and log in `dir`; `extra` is appended to its config file.
 #[allow(clippy::too_many_arguments)]
 pub fn boot_in_namespace(
-    net: &net::Net,
+    net: &namesrv_testkit::Net,
     binary: &str,
     group: &str,
     i: usize,

@@ -1,7 +1,8 @@
-//! A private network made by a test: one namespace per controller node, all joined by a bridge
-//! on a subnet that exists only inside the test, and blackhole routes to cut links. The test
-//! process stands on the bridge, where brokers stand; it may hold more addresses there, one per
-//! simulated broker, so that a broker can be cut off from some nodes and not from others.
+//! A private network made by a test: one namespace per node (a controller node, a NameServer),
+//! all joined by a bridge on a subnet that exists only inside the test, and blackhole routes to
+//! cut links. The test process stands on the bridge, where brokers stand; it may hold more
+//! addresses there, one per simulated broker, so that a broker can be cut off from some nodes
+//! and not from others.
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -42,9 +43,9 @@ impl Net {
             .output()
             .is_ok_and(|o| o.status.success())
             && is_root();
-        super::able(
-            usable,
-            "root and iproute2 (ip netns) are needed for the network fault tests",
+        crate::needs(
+            usable.then_some(()),
+            "root and iproute2 (ip netns), for the network fault tests,",
         )?;
         let pid = std::process::id();
         let net = Net {
