@@ -303,7 +303,9 @@ pub struct KvGroup {
     /// Once this node has caught up with its group, or given up waiting for it.
     caught_up: AtomicBool,
     started: Instant,
-    started_ms: i64,
+    /// Admin changes made from this time on are not in this node's routes yet: those made
+    /// since the route snapshot it restored was taken, or since it started.
+    routes_as_of_ms: i64,
 }
 
 impl KvGroup {
@@ -311,6 +313,7 @@ impl KvGroup {
         peers: Peers,
         store_path: &str,
         connect: rocketmq_raft::Connect,
+        snapshot_taken_ms: Option<i64>,
     ) -> anyhow::Result<Arc<KvGroup>> {
         let settings = Settings {
             name: "namesrv-kv".into(),
@@ -335,7 +338,7 @@ impl KvGroup {
             admin_applied: Mutex::new((0, BTreeMap::new())),
             caught_up: AtomicBool::new(false),
             started: Instant::now(),
-            started_ms: rocketmq_wire::clock::now_ms(),
+            routes_as_of_ms: snapshot_taken_ms.unwrap_or_else(rocketmq_wire::clock::now_ms),
         }))
     }
 
@@ -561,7 +564,8 @@ impl KvGroup {
 
     /// Makes the KV store the group's state as applied here, once this node's own file has
     /// been offered to the group, never an older state over a newer one; and applies the admin
-    /// changes proposed since this node started to its routes, each once, in order.
+    /// changes its routes lack (made since its route snapshot was taken, or since it started,
+    /// so those made while it was down too) to its routes, each once, in order.
     fn sync(&self, local: &State) -> Result<(), crate::kv::KvError> {
         let mut synced = self.synced.lock();
         let (index, state) = {
@@ -578,7 +582,7 @@ impl KvGroup {
             let from = admin.0;
             for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
                 admin.0 = *seq;
-                if change.at_ms >= self.started_ms {
+                if change.at_ms >= self.routes_as_of_ms {
                     let touched = change.op.apply(&local.routes);
                     admin.1.insert(change.id, touched);
                 }

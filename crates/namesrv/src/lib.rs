@@ -126,6 +126,13 @@ pub async fn run(
     let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
         settings.extra(k).map(String::from)
     })?)?);
+    let snapshot_path = server
+        .route_snapshot_enable
+        .then(|| std::path::PathBuf::from(&server.route_snapshot_path));
+    let restored = snapshot_path
+        .as_deref()
+        .map(snapshot::load)
+        .unwrap_or_default();
     let kv_group =
         match kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)? {
             Some(peers) => {
@@ -135,7 +142,7 @@ pub async fn run(
                 );
                 let connect = tls.peer_connector()?;
                 let store = &server.namesrv_peer_store_path;
-                Some(kv_group::KvGroup::start(peers, store, connect).await?)
+                Some(kv_group::KvGroup::start(peers, store, connect, restored.taken_ms).await?)
             }
             None => None,
         };
@@ -164,13 +171,6 @@ pub async fn run(
     let (queue_tx, queue_rx) =
         mpsc::channel(server.unregister_broker_queue_capacity.max(1) as usize);
 
-    let snapshot_path = server
-        .route_snapshot_enable
-        .then(|| std::path::PathBuf::from(&server.route_snapshot_path));
-    let registry = snapshot_path
-        .as_deref()
-        .map(snapshot::load)
-        .unwrap_or_default();
     let http_listener = if server.http_enable {
         let host = if server.http_bind_address.is_empty() {
             &server.bind_address
@@ -225,7 +225,7 @@ pub async fn run(
     if let Some(routes) = &peer_routes {
         metrics.watch_peer_routes(routes.clone());
     }
-    let routes = RouteTable::with_registry(registry);
+    let routes = RouteTable::with_registry(restored.routes);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),

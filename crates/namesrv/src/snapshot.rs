@@ -43,6 +43,8 @@ fn write_key(w: &mut JsonWriter, key: &BrokerAddrKey) {
 /// What a snapshot holds, taken out of the registry while it is held (registrations wait):
 /// the topic table, by far the largest part, as a copy-on-write view that costs no copy.
 struct Captured {
+    /// When it was taken: admin changes made later are not in it.
+    taken_ms: i64,
     groups: Vec<BrokerData>,
     clusters: Vec<(String, Vec<String>)>,
     topics: TopicSnapshot,
@@ -53,6 +55,7 @@ struct Captured {
 
 fn capture(r: &Registry) -> Captured {
     Captured {
+        taken_ms: now_ms(),
         groups: r.groups().cloned().collect(),
         clusters: r
             .clusters()
@@ -88,7 +91,7 @@ fn write(c: &Captured) -> Vec<u8> {
     }
     let mut w = JsonWriter::with_capacity(JsonStyle::Standard, 4096);
     w.object(|w| {
-        w.key("savedAt").int(now_ms());
+        w.key("savedAt").int(c.taken_ms);
         w.key("brokers").array(|w| {
             for bd in &c.groups {
                 bd.write(w);
@@ -184,8 +187,12 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Registry, SnapshotError> {
-    let value = parse_value(bytes)?;
+#[cfg(test)]
+fn decode(bytes: &[u8]) -> Result<Registry, SnapshotError> {
+    decode_value(&parse_value(bytes)?)
+}
+
+fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
     let obj = value
         .as_object()
         .ok_or(SnapshotError::NotAnObject("snapshot"))?;
@@ -249,20 +256,30 @@ pub fn decode(bytes: &[u8]) -> Result<Registry, SnapshotError> {
     Ok(r)
 }
 
+/// Routes restored from a snapshot, and when it was taken (none when nothing was restored).
+#[derive(Default)]
+pub struct Restored {
+    pub routes: Registry,
+    pub taken_ms: Option<i64>,
+}
+
 /// Loads the snapshot at `path`; a missing or unreadable one means an empty registry (the
 /// snapshot is a cache: brokers re-register within one period anyway).
-pub fn load(path: &Path) -> Registry {
+pub fn load(path: &Path) -> Restored {
     remove_stale_temps(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Registry::default(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Restored::default(),
         Err(e) => {
             warn!(path = %path.display(), "cannot read the route snapshot: {e}");
-            return Registry::default();
+            return Restored::default();
         }
     };
-    match decode(&bytes) {
-        Ok(mut r) => {
+    let decoded = parse_value(&bytes)
+        .map_err(SnapshotError::from)
+        .and_then(|v| Ok((decode_value(&v)?, v.get("savedAt").and_then(Value::as_i64))));
+    match decoded {
+        Ok((mut r, taken_ms)) => {
             // A member without a live entry could never expire: it would stay routable forever.
             if r.drop_members_without_live() {
                 warn!("dropped snapshot members that had no live entry");
@@ -272,11 +289,14 @@ pub fn load(path: &Path) -> Registry {
                 topics = r.topic_count(),
                 "restored routes from the snapshot"
             );
-            r
+            Restored {
+                taken_ms: taken_ms.filter(|_| r.live_entries().next().is_some()),
+                routes: r,
+            }
         }
         Err(e) => {
             warn!(path = %path.display(), "ignoring a corrupt route snapshot: {e}");
-            Registry::default()
+            Restored::default()
         }
     }
 }

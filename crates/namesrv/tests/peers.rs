@@ -447,6 +447,46 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
     }
 }
 
+/// Topics deleted while a NameServer was down are gone from it when it says it is ready, though
+/// the routes it restored from its snapshot still held them and its peers' word of the broker is
+/// no newer than its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_deletions_made_while_a_nameserver_was_down_are_applied_before_it_says_it_is_ready() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "deleting-broker", 0, "10.1.0.5:10911");
+    let topics: Vec<String> = (0..20).map(|t| format!("DownTopic{t:02}")).collect();
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let _conn = broker.register_on(cluster.node(0), &names).await;
+    let snapshot = cluster.home(2).join("namesrv").join("routeSnapshot.json");
+    eventually(
+        "node 2 saved the topics",
+        Duration::from_secs(15),
+        || async { std::fs::read_to_string(&snapshot).is_ok_and(|s| s.contains("DownTopic19")) },
+    )
+    .await;
+    cluster.kill(2);
+    for topic in &topics[..10] {
+        let delete =
+            RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", topic);
+        let delete = write(&cluster, 1, delete).await;
+        assert_eq!(delete.code, response::SUCCESS, "{:?}", delete.remark);
+    }
+    cluster.restart(2);
+    cluster.node_ready(2, READY).await;
+    for (t, topic) in topics.iter().enumerate() {
+        let client = cluster.client(2).await;
+        let route = call(&client, route_request(topic, 479)).await;
+        let deleted = t < 10;
+        assert_eq!(
+            route.code == response::TOPIC_NOT_EXIST,
+            deleted,
+            "{topic} on the restarted node: {}",
+            body_text(&route)
+        );
+    }
+}
+
 /// NameServers in network namespaces, one of them cut off from the other two: both sides go on
 /// serving routes and taking registrations; KV writes on the lone side fail clearly; once the
 /// links heal the three agree again, and nothing acknowledged is lost.
