@@ -38,10 +38,16 @@ fn read_error(e: impl std::fmt::Display) -> StorageError<NodeId> {
     StorageIOError::read(AnyError::error(e.to_string())).into()
 }
 
+/// What redb may cache of the file. Its default (a gigabyte) fills with every entry ever
+/// written; a group's working set is its latest entries and snapshot, far smaller.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
+
 /// Opens (creating if needed) the database of a node.
 pub fn open(dir: &Path) -> anyhow::Result<Arc<Database>> {
     std::fs::create_dir_all(dir)?;
-    let db = Database::create(dir.join("raft.redb"))?;
+    let db = Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .create(dir.join("raft.redb"))?;
     let tx = db.begin_write()?;
     tx.open_table(LOG)?;
     tx.open_table(META)?;
