@@ -22,7 +22,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    namesrv::memory::one_arena_per_core();
+    namesrv::memory::tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

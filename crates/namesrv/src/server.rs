@@ -375,6 +375,10 @@ async fn serve_frames<R, W>(
             match tokio::time::timeout(limits.idle, write.write_all(&conn.out)).await {
                 Ok(Ok(())) => {
                     conn.out.clear();
+                    // A large answer (a topic list, a peer's pull) leaves its buffer behind.
+                    if conn.out.capacity() > READ_BUFFER_KEPT {
+                        conn.out = BytesMut::with_capacity(4096);
+                    }
                     deadline = deadline.max(Instant::now() + limits.idle);
                 }
                 _ => return,

@@ -102,12 +102,14 @@ impl Client {
                 if sink.flush().await.is_err() {
                     return;
                 }
+                release_if_large(sink.write_buffer_mut());
             }
         });
         let reader_pending = pending.clone();
         tokio::spawn(async move {
             let mut frames = FramedRead::new(read, RemotingCodec::new(usize::MAX));
             while let Some(Ok(cmd)) = frames.next().await {
+                release_if_large(frames.read_buffer_mut());
                 if !cmd.is_response() {
                     continue;
                 }
@@ -216,4 +218,15 @@ pub async fn tcp_from(
     };
     stream.set_nodelay(true)?;
     Ok(stream)
+}
+
+/// What a connection's buffer may keep between frames.
+const BUFFER_KEPT: usize = 64 * 1024;
+
+/// Gives an emptied buffer's memory back once a large frame made it large: a connection that
+/// once carried megabytes would otherwise hold them for its whole life.
+fn release_if_large(buf: &mut bytes::BytesMut) {
+    if buf.is_empty() && buf.capacity() > BUFFER_KEPT {
+        *buf = bytes::BytesMut::new();
+    }
 }

@@ -33,14 +33,24 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let handle = tokio::runtime::Handle::current();
     Ok(match r.code {
         route_codes::ROUTE_DIGEST => {
-            let digest = state.routes.read(peer_routes::digest);
-            ok().with_body(serde_json::to_vec(&digest)?)
+            let since = r.ext(peer_routes::SINCE).and_then(|s| s.parse().ok());
+            match peer_routes::digest_since(state, since) {
+                None => ok().with_ext(peer_routes::UNCHANGED, "true"),
+                Some((digest, generation)) => ok()
+                    .with_ext(peer_routes::GENERATION, generation)
+                    .with_body(serde_json::to_vec(&digest)?),
+            }
         }
         route_codes::ROUTE_PULL => {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             let records = state.routes.read(|reg| peer_routes::records(reg, &asked));
-            ok().with_body(serde_json::to_vec(&records)?)
+            let body = serde_json::to_vec(&records)?;
+            drop(records);
+            // An answer of megabytes leaves as much garbage in glibc's arenas.
+            let _trim = (body.len() > crate::memory::LARGE_WORK / 4)
+                .then_some(crate::memory::ReleaseOnDrop);
+            ok().with_body(body)
         }
         codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),
         _ => handle.block_on(group.serve_raft(r)),
