@@ -2,7 +2,8 @@
 //! last-writer-wins per broker, as they are on one NameServer: no consensus, which at one
 //! registration per broker every 30 s would cost too much. Instead each NameServer asks each
 //! peer every second for a digest of the brokers it hears (per broker address: its group, id,
-//! data version and when it was last heard) and then:
+//! data version and when it was last heard), and every 100 ms in between whether its routes
+//! changed since that digest (a digest only if they did), and then:
 //! - takes over, from that peer, the registration of a broker it lacks or holds at an older data
 //!   version (replayed as a REGISTER_BROKER of no connection, so that a broker that registers
 //!   with one NameServer only is routable on all of them);
@@ -31,8 +32,11 @@ use tokio_util::sync::CancellationToken;
 use crate::registry::Registry;
 use crate::state::State;
 
-/// How often each peer is asked for its digest.
+/// How often each peer is asked for its whole digest: what carries brokers' liveness.
 const EVERY: Duration = Duration::from_secs(1);
+/// How often each peer is asked in between whether its routes changed: a change made on one
+/// NameServer is on the others within about this (and a pull).
+const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// A digest or a pull not answered within this is tried again at the next round.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Brokers asked for in one pull.
@@ -317,28 +321,41 @@ impl PeerRoutes {
 
     async fn follow_peer(&self, state: &Arc<State>, id: &str, addr: &str, stop: CancellationToken) {
         let mut link: Option<Client> = None;
+        // The peer's route generation at its last whole digest, and when that came.
+        let mut last_whole: Option<(u64, Instant)> = None;
         loop {
-            match self.exchange(state, &mut link, addr).await {
-                Ok(differences) => self.note(id, Some(differences)),
+            let since = last_whole
+                .filter(|(_, at)| at.elapsed() < EVERY)
+                .map(|(generation, _)| generation);
+            match self.exchange(state, &mut link, addr, since).await {
+                Ok(Exchanged::Unchanged) => self.note(id, None),
+                Ok(Exchanged::Compared {
+                    differences,
+                    generation,
+                }) => {
+                    last_whole = Some((generation, Instant::now()));
+                    self.note(id, Some(differences));
+                }
                 Err(e) => {
                     tracing::debug!(peer = %id, error = %e, "no route digest from a peer");
                     link = None;
-                    self.note(id, None);
+                    last_whole = None;
                 }
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(EVERY) => {}
+                _ = tokio::time::sleep(LOOK_EVERY) => {}
             }
         }
     }
 
+    /// Notes an answer of the peer: with the differences found when it was a whole digest.
     fn note(&self, id: &str, differences: Option<usize>) {
         let mut standing = self.standing.lock();
         let s = standing.entry(id.to_string()).or_default();
+        s.last_exchange = Some(Instant::now());
         if let Some(d) = differences {
             s.differences = d;
-            s.last_exchange = Some(Instant::now());
             if d == 0 {
                 s.disagreeing_since = None;
             } else if s.disagreeing_since.is_none() {
@@ -347,14 +364,15 @@ impl PeerRoutes {
         }
     }
 
-    /// One round with one peer: its digest, then what this NameServer takes over from it.
-    /// Returns how many brokers the two disagreed on.
+    /// One round with one peer: its digest (unless its routes are still at generation
+    /// `since`), then what this NameServer takes over from it.
     async fn exchange(
         &self,
         state: &Arc<State>,
         link: &mut Option<Client>,
         addr: &str,
-    ) -> Result<usize, String> {
+        since: Option<u64>,
+    ) -> Result<Exchanged, String> {
         let client = match link {
             Some(c) => c.clone(),
             None => {
@@ -363,7 +381,18 @@ impl PeerRoutes {
                 c
             }
         };
-        let answer = call(&client, RemotingCommand::request(codes::ROUTE_DIGEST)).await?;
+        let mut ask = RemotingCommand::request(codes::ROUTE_DIGEST);
+        if let Some(since) = since {
+            ask = ask.with_ext(SINCE, since);
+        }
+        let answer = call(&client, ask).await?;
+        if answer.ext(UNCHANGED) == Some("true") {
+            return Ok(Exchanged::Unchanged);
+        }
+        let generation = answer
+            .ext(GENERATION)
+            .and_then(|g| g.parse().ok())
+            .unwrap_or_default();
         let body = answer.body.unwrap_or_default();
         self.digest_bytes
             .fetch_add(body.len() as u64, Ordering::Relaxed);
@@ -406,7 +435,10 @@ impl PeerRoutes {
             left = &left[covered..];
             let state = state.clone();
             let peer = addr.to_string();
+            let large = body.len() > crate::memory::LARGE_WORK / 4;
             let taken = tokio::task::spawn_blocking(move || {
+                // Megabytes of registrations decoded and replayed leave as much garbage behind.
+                let _trim = large.then_some(crate::memory::ReleaseOnDrop);
                 records
                     .iter()
                     .filter(|rec| take_over(&state, rec, &peer))
@@ -416,8 +448,38 @@ impl PeerRoutes {
             .map_err(|e| e.to_string())?;
             self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
         }
-        Ok(differences)
+        Ok(Exchanged::Compared {
+            differences,
+            generation,
+        })
     }
+}
+
+/// How one round with a peer went.
+enum Exchanged {
+    /// Its routes had not changed since its last whole digest.
+    Unchanged,
+    /// Its whole digest, compared: the brokers the two disagreed on, and its route generation.
+    Compared { differences: usize, generation: u64 },
+}
+
+/// ROUTE_DIGEST's ext fields: the asker's `since` (the generation of the asked NameServer's
+/// routes at its last whole digest); the answer's `unchanged` (routes still at that generation:
+/// no body) or `generation` (of the digest in the body).
+pub const SINCE: &str = "since";
+pub const UNCHANGED: &str = "unchanged";
+pub const GENERATION: &str = "generation";
+
+/// The answer to ROUTE_DIGEST: `None` when the routes are still at generation `since`, else the
+/// digest and the generation it is at (or later).
+pub fn digest_since(state: &State, since: Option<u64>) -> Option<(Vec<Heard>, u64)> {
+    // Read before the digest: a change landing between makes the digest newer than the
+    // generation it names, and the asker only asks for it once more.
+    let generation = state.routes.generation();
+    if since == Some(generation) {
+        return None;
+    }
+    Some((state.routes.read(digest), generation))
 }
 
 async fn call(client: &Client, request: RemotingCommand) -> Result<RemotingCommand, String> {
