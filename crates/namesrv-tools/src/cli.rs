@@ -30,6 +30,8 @@ pub enum Command {
     Restarts(RestartArgs),
     /// One admin client's PUT_KV_CONFIG, one after another: write latency
     KvWrites(KvWritesArgs),
+    /// NameServers that agree: time from a change on one until all of them route it
+    Agreement(AgreementArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
     Startup(StartupArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
@@ -229,6 +231,33 @@ pub struct KvWritesArgs {
     /// Distinct keys written in turn (the KV file holds this many entries)
     #[arg(long, default_value_t = 100)]
     pub keys: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct AgreementArgs {
+    /// The NameServers' addresses; broker b registers with the (b mod n)-th only
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub addrs: Vec<String>,
+    #[arg(long, default_value_t = 30)]
+    pub brokers: usize,
+    /// Topics of each broker before changes start
+    #[arg(long, default_value_t = 100)]
+    pub topics: usize,
+    /// Changes made and timed
+    #[arg(long, default_value_t = 1000)]
+    pub changes: usize,
+    /// Changes started per second (each broker's own changes one at a time)
+    #[arg(long, default_value_t = 20.0)]
+    pub per_sec: f64,
+    /// Every this-many-th change is an admin change of write permission (0: none)
+    #[arg(long, default_value_t = 10)]
+    pub admin_every: usize,
+    /// Milliseconds between two route checks of a change not yet seen everywhere
+    #[arg(long, default_value_t = 10)]
+    pub poll_ms: u64,
+    /// Seconds after which a change not seen everywhere counts as a failure
+    #[arg(long, default_value_t = 10)]
+    pub limit_secs: u64,
 }
 
 #[derive(Args, Debug)]

@@ -45,6 +45,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Register(args) => runtime.block_on(scenario::register::run(&args))?,
         cli::Command::Restarts(args) => runtime.block_on(scenario::restarts::run(&args))?,
         cli::Command::KvWrites(args) => runtime.block_on(scenario::kv_writes::run(&args))?,
+        cli::Command::Agreement(args) => runtime.block_on(scenario::agreement::run(&args))?,
         cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
         cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
         cli::Command::Report(args) => return report::run(&args),

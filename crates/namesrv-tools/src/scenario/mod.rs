@@ -1,5 +1,6 @@
 //! One module per measurement; each returns the JSON document `scripts/bench` keeps.
 
+pub mod agreement;
 pub mod kv_writes;
 pub mod mixed;
 pub mod register;
