@@ -33,6 +33,24 @@ const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A free loopback port (free when asked; good enough for tests on one machine).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Below Linux's ephemeral range (32768-60999): a port from it can become the local port of
+    // some outgoing connection (a test's client, a NameServer's link to its peers) before the
+    // server that was given it binds it, and that server then fails to start.
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    for _ in 0..COUNT {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(start);
+        let port = (FIRST + n % COUNT) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
