@@ -1,9 +1,10 @@
 //! Routes that converge between NameServers that agree (`namesrvPeers`). Registrations stay
 //! last-writer-wins per broker, as they are on one NameServer: no consensus, which at one
 //! registration per broker every 30 s would cost too much. Instead each NameServer asks each
-//! peer every second for a digest of the brokers it hears (per broker address: its group, id,
-//! data version and when it was last heard), and every 100 ms in between whether its routes
-//! changed since that digest (a digest only if they did), and then:
+//! peer every 100 ms whether its routes changed since its last digest, for a digest if they
+//! did, and for one anyway every 10 s (every second when brokers held here have timeouts under
+//! 80 s). A digest lists the brokers it hears (per broker address: its group, id, data version
+//! and when it was last heard) and those that said they were leaving. Each NameServer then:
 //! - takes over, from that peer, the registration of a broker it lacks or holds at an older data
 //!   version (replayed as a REGISTER_BROKER of no connection, so that a broker that registers
 //!   with one NameServer only is routable on all of them);
@@ -13,7 +14,10 @@
 //!
 //! A broker that left here (unregistered, connection closed, expired) is not taken back from a
 //! peer whose word of it is older than its departure. A broker whose own connection to this
-//! NameServer closed leaves here at once, as before.
+//! NameServer closed leaves here at once, as before. A broker that unregistered (said it was
+//! leaving) is in the digest as departed, and leaves the peers that hold it only on a peer's
+//! word heard no later; a closed connection or an expiry says nothing about the broker's links
+//! to other NameServers, and is not passed on.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -32,8 +36,13 @@ use tokio_util::sync::CancellationToken;
 use crate::registry::Registry;
 use crate::state::State;
 
-/// How often each peer is asked for its whole digest: what carries brokers' liveness.
-const EVERY: Duration = Duration::from_secs(1);
+/// How often each peer is asked for its whole digest, what carries brokers' liveness: an eighth
+/// of the shortest timeout of the brokers held here (120 s unless a broker says otherwise),
+/// within these bounds. A broker's deadline on a peer then lags the latest hearing by little
+/// next to its timeout, and at the default the digests cost a tenth of what asking every
+/// second would.
+const WHOLE_EVERY_MIN: Duration = Duration::from_secs(1);
+const WHOLE_EVERY_MAX: Duration = Duration::from_secs(10);
 /// How often each peer is asked in between whether its routes changed: a change made on one
 /// NameServer is on the others within about this (and a pull).
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -64,6 +73,21 @@ pub struct Heard {
     pub last_ms: i64,
 }
 
+/// A broker that said it was leaving (UNREGISTER_BROKER), and when it left.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Departed {
+    pub cluster: String,
+    pub addr: String,
+    pub at_ms: i64,
+}
+
+/// What a NameServer tells its peers of its routes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digest {
+    pub heard: Vec<Heard>,
+    pub departed: Vec<Departed>,
+}
+
 /// A broker's registration as a NameServer holds it, to be replayed by a peer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
@@ -77,8 +101,24 @@ pub struct Record {
     pub body: String,
 }
 
-/// What this NameServer hears: every live broker address in a group.
-pub fn digest(r: &Registry) -> Vec<Heard> {
+/// What this NameServer hears (every live broker address in a group), and the brokers that
+/// said they were leaving.
+pub fn digest(r: &Registry) -> Digest {
+    let departed = r
+        .announced_departures()
+        .map(|(k, at_ms)| Departed {
+            cluster: k.cluster.clone(),
+            addr: k.addr.clone(),
+            at_ms,
+        })
+        .collect();
+    Digest {
+        heard: heard_here(r),
+        departed,
+    }
+}
+
+fn heard_here(r: &Registry) -> Vec<Heard> {
     let mut out = Vec::new();
     for bd in r.groups() {
         for (id, addr) in &bd.broker_addrs {
@@ -162,24 +202,34 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
     out
 }
 
-/// What a peer's digest asks of this NameServer: brokers to take over, and brokers the peer
-/// heard more lately than this one did.
+/// What a peer's digest asks of this NameServer: brokers to take over, brokers the peer
+/// heard more lately than this one did, and brokers held here on a peer's word that told the
+/// peer they were leaving.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Comparison {
     pub take: Vec<Heard>,
     pub heard_later: Vec<Heard>,
+    pub left: Vec<Departed>,
 }
 
 impl Comparison {
     /// How many brokers the two NameServers disagree on.
     pub fn differences(&self) -> usize {
-        self.take.len()
+        self.take.len() + self.left.len()
     }
 }
 
-pub fn compare(r: &Registry, theirs: &[Heard]) -> Comparison {
+pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
     let mut c = Comparison::default();
-    for h in theirs {
+    for d in &theirs.departed {
+        if !r
+            .left_at_peer(&d.cluster, &d.addr, d.at_ms, PEER_CONNECTION)
+            .is_empty()
+        {
+            c.left.push(d.clone());
+        }
+    }
+    for h in &theirs.heard {
         let listed = r.group(&h.name).is_some_and(|bd| {
             bd.cluster == h.cluster && bd.broker_addrs.get(&h.id) == Some(&h.addr)
         });
@@ -237,6 +287,7 @@ pub struct PeerRoutes {
     started: Instant,
     pub taken_over: AtomicU64,
     pub heard_later: AtomicU64,
+    pub left: AtomicU64,
     pub digest_bytes: AtomicU64,
 }
 
@@ -255,6 +306,7 @@ impl PeerRoutes {
             started: Instant::now(),
             taken_over: AtomicU64::new(0),
             heard_later: AtomicU64::new(0),
+            left: AtomicU64::new(0),
             digest_bytes: AtomicU64::new(0),
         })
     }
@@ -286,7 +338,7 @@ impl PeerRoutes {
             .collect()
     }
 
-    /// Asks every peer for its digest each second, each peer on its own so that one that is
+    /// Follows every peer's digest, each peer on its own so that one that is
     /// down or slow holds up no other, and takes what this NameServer lacks.
     pub async fn run(self: Arc<Self>, state: Arc<State>, stop: CancellationToken) {
         for (id, addr) in self.peers.clone() {
@@ -325,7 +377,11 @@ impl PeerRoutes {
         let mut last_whole: Option<(u64, Instant)> = None;
         loop {
             let since = last_whole
-                .filter(|(_, at)| at.elapsed() < EVERY)
+                .filter(|(_, at)| {
+                    let age = at.elapsed();
+                    age < WHOLE_EVERY_MIN
+                        || (age < WHOLE_EVERY_MAX && age < state.routes.read(whole_every))
+                })
                 .map(|(generation, _)| generation);
             match self.exchange(state, &mut link, addr, since).await {
                 Ok(Exchanged::Unchanged) => self.note(id, None),
@@ -396,9 +452,22 @@ impl PeerRoutes {
         let body = answer.body.unwrap_or_default();
         self.digest_bytes
             .fetch_add(body.len() as u64, Ordering::Relaxed);
-        let theirs: Vec<Heard> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let theirs: Digest = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         let comparison = state.routes.read(|r| compare(r, &theirs));
         let differences = comparison.differences();
+        if !comparison.left.is_empty() {
+            // Decided again under the write lock: the broker may have registered meanwhile.
+            let n = state.routes.change(|r| {
+                let leaving: Vec<_> = comparison
+                    .left
+                    .iter()
+                    .flat_map(|d| r.left_at_peer(&d.cluster, &d.addr, d.at_ms, PEER_CONNECTION))
+                    .collect();
+                r.unregister(&leaving, false);
+                leaving.len()
+            });
+            self.left.fetch_add(n as u64, Ordering::Relaxed);
+        }
         if !comparison.heard_later.is_empty() {
             let n = state.routes.change(|r| {
                 comparison
@@ -455,6 +524,18 @@ impl PeerRoutes {
     }
 }
 
+/// How often to ask a peer for its whole digest, given the brokers held here.
+fn whole_every(r: &Registry) -> Duration {
+    let shortest = r
+        .live_entries()
+        .map(|(_, live)| live.timeout_ms)
+        .filter(|t| *t > 0)
+        .min()
+        .unwrap_or(i64::MAX);
+    Duration::from_millis(u64::try_from(shortest / 8).unwrap_or(0))
+        .clamp(WHOLE_EVERY_MIN, WHOLE_EVERY_MAX)
+}
+
 /// How one round with a peer went.
 enum Exchanged {
     /// Its routes had not changed since its last whole digest.
@@ -472,7 +553,7 @@ pub const GENERATION: &str = "generation";
 
 /// The answer to ROUTE_DIGEST: `None` when the routes are still at generation `since`, else the
 /// digest and the generation it is at (or later).
-pub fn digest_since(state: &State, since: Option<u64>) -> Option<(Vec<Heard>, u64)> {
+pub fn digest_since(state: &State, since: Option<u64>) -> Option<(Digest, u64)> {
     // Read before the digest: a change landing between makes the digest newer than the
     // generation it names, and the asker only asks for it once more.
     let generation = state.routes.generation();
@@ -606,6 +687,11 @@ impl prometheus_client::collector::Collector for PeerRoutesCollector {
                 p.heard_later.load(Ordering::Relaxed),
             ),
             (
+                "peers_route_left",
+                "Brokers held on a peer's word removed because they told a peer they were leaving",
+                p.left.load(Ordering::Relaxed),
+            ),
+            (
                 "peers_route_received_bytes",
                 "Bytes of route digests and registrations received from peers",
                 p.digest_bytes.load(Ordering::Relaxed),
@@ -649,7 +735,11 @@ mod tests {
     #[test]
     fn an_unknown_broker_is_taken_over_and_a_departed_one_only_on_newer_word() {
         let r = Registry::default();
-        let c = compare(&r, &[heard("a", "1.1.1.1:10911", (0, 1, 1), 5)]);
+        let theirs = Digest {
+            heard: vec![heard("a", "1.1.1.1:10911", (0, 1, 1), 5)],
+            departed: Vec::new(),
+        };
+        let c = compare(&r, &theirs);
         assert_eq!(c.take.len(), 1);
         assert!(c.heard_later.is_empty());
     }

@@ -385,6 +385,39 @@ async fn a_broker_whose_connection_closed_is_not_brought_back_by_a_peer() {
     }
 }
 
+/// A broker that unregisters from the one NameServer it knows (a graceful shutdown) leaves all
+/// three at once, not when its timeout runs out on the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_unregisters_from_one_nameserver_leaves_all_three() {
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "quitting-broker", 0, "10.1.0.6:10911");
+    let conn = broker
+        .register_on(cluster.node(0), &["QuittingTopic", "QuittingTopic2"])
+        .await;
+    for i in 1..3 {
+        eventually("routable everywhere", Duration::from_secs(3), || {
+            routes_to(&cluster, i, "QuittingTopic", &broker.addr)
+        })
+        .await;
+    }
+    let bye = call(&conn, broker.unregister_request()).await;
+    assert_eq!(bye.code, response::SUCCESS);
+    for i in [0, 1, 2] {
+        eventually(
+            &format!("gone from node {i}"),
+            Duration::from_secs(3),
+            || async { !routes_to(&cluster, i, "QuittingTopic", &broker.addr).await },
+        )
+        .await;
+    }
+    // And it stays gone: no peer brings it back.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for i in [0, 1, 2] {
+        assert!(!routes_to(&cluster, i, "QuittingTopic", &broker.addr).await);
+    }
+}
+
 /// A NameServer that was down while a broker registered elsewhere routes to it as soon as it
 /// says it is ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,16 @@ pub struct Unregistration {
     /// The member's registration number when the removal was decided (0: none); see
     /// [`Registry::unregistration`]. [`UNFENCED`] removes whatever is there.
     pub seen: u64,
+    /// Said by the broker (UNREGISTER_BROKER) rather than concluded here (connection closed,
+    /// expired): it has left every NameServer, and peers are told so.
+    pub announced: bool,
+}
+
+/// When a broker address left, and whether the broker said so itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    pub at_ms: i64,
+    pub announced: bool,
 }
 
 /// Marks a removal that applies whatever registered since (members restored from a snapshot
@@ -86,6 +96,7 @@ impl Registry {
             broker_name: broker_name.to_string(),
             broker_id,
             seen: self.member_seq(broker_name, broker_addr),
+            announced: true,
         }
     }
 
@@ -161,7 +172,7 @@ impl Registry {
             } else {
                 reduced.insert(req.broker_name.clone());
             }
-            if self.drop_live_if_unheld(&addr_key)
+            if self.drop_live_if_unheld(&addr_key, req.announced)
                 && self.filter_servers.remove(&addr_key).is_some()
             {
                 self.changes.shared = true;
@@ -254,7 +265,10 @@ impl Registry {
             }
             for (id, addr) in &bd.broker_addrs {
                 if *addr == live_key.addr {
-                    out.push(self.unregistration(&live_key.cluster, addr, &bd.broker_name, *id));
+                    let mut leaving =
+                        self.unregistration(&live_key.cluster, addr, &bd.broker_name, *id);
+                    leaving.announced = false;
+                    out.push(leaving);
                 }
             }
         }
@@ -270,19 +284,20 @@ impl Registry {
     }
 
     /// Drops a live entry that no group lists any more; true if it is gone.
-    pub(super) fn drop_live_if_unheld(&mut self, key: &BrokerAddrKey) -> bool {
+    pub(super) fn drop_live_if_unheld(&mut self, key: &BrokerAddrKey, announced: bool) -> bool {
         if self.holds(key) {
             return false;
         }
-        self.drop_live(key);
+        self.drop_live(key, announced);
         true
     }
 
     /// Drops a live entry, noting when it left.
-    fn drop_live(&mut self, key: &BrokerAddrKey) {
+    fn drop_live(&mut self, key: &BrokerAddrKey, announced: bool) {
         if self.live.remove(key).is_some() {
+            let at_ms = rocketmq_wire::clock::now_ms();
             self.departed
-                .insert(key.clone(), rocketmq_wire::clock::now_ms());
+                .insert(key.clone(), Departure { at_ms, announced });
         }
     }
 
@@ -293,7 +308,7 @@ impl Registry {
         for k in keys {
             let found = self.unregistrations_for(k);
             if found.is_empty() {
-                self.drop_live(k);
+                self.drop_live(k, false);
             }
             out.extend(found);
         }
@@ -379,6 +394,7 @@ impl Registry {
                         broker_name: bd.broker_name.clone(),
                         broker_id: *id,
                         seen: UNFENCED,
+                        announced: false,
                     });
                 }
             }
@@ -413,7 +429,41 @@ impl Registry {
 
     /// When the broker at `addr` of `cluster` last left, if it did within [`DEPARTED_KEPT_MS`].
     pub fn departed_at(&self, cluster: &str, addr: &str) -> Option<i64> {
-        self.departed.get(&key(cluster, addr)).copied()
+        self.departed.get(&key(cluster, addr)).map(|d| d.at_ms)
+    }
+
+    /// The brokers that said they were leaving (UNREGISTER_BROKER) within
+    /// [`DEPARTED_KEPT_MS`], and when they left: what peers are told.
+    pub fn announced_departures(&self) -> impl Iterator<Item = (&BrokerAddrKey, i64)> {
+        self.departed
+            .iter()
+            .filter(|(_, d)| d.announced)
+            .map(|(k, d)| (k, d.at_ms))
+    }
+
+    /// A peer says the broker at `addr` told it at `at_ms` that it was leaving. Held here on a
+    /// peer's word only (live on connection `conn`) and heard of no later, it leaves here too;
+    /// one that registered here itself, or that some NameServer heard later, stays. Returns
+    /// the removals, to apply at once.
+    pub fn left_at_peer(
+        &self,
+        cluster: &str,
+        addr: &str,
+        at_ms: i64,
+        conn: ConnId,
+    ) -> Vec<Unregistration> {
+        let k = key(cluster, addr);
+        match self.live.get(&k) {
+            Some(live) if live.conn == conn && live.last_update_ms <= at_ms => self
+                .unregistrations_for(&k)
+                .into_iter()
+                .map(|u| Unregistration {
+                    announced: true,
+                    ..u
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// A peer heard the broker at `at_ms`: its deadline moves to that if later. A broker heard
@@ -441,7 +491,7 @@ impl Registry {
     /// Forgets departures older than [`DEPARTED_KEPT_MS`].
     pub fn forget_departures(&mut self, now_ms: i64) {
         self.departed
-            .retain(|_, at| now_ms - *at < DEPARTED_KEPT_MS);
+            .retain(|_, d| now_ms - d.at_ms < DEPARTED_KEPT_MS);
     }
 
     /// Refreshes the deadline of an existing live entry (QUERY_DATA_VERSION, BROKER_HEARTBEAT).

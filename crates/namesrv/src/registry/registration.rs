@@ -248,7 +248,7 @@ impl Registry {
         }
         let min_id_changed = match self.join_group(&reg) {
             Joined::Stale => {
-                self.drop_live_if_unheld(&key(&reg.from.cluster, &reg.from.broker_addr));
+                self.drop_live_if_unheld(&key(&reg.from.cluster, &reg.from.broker_addr), false);
                 return (RegisterOutcome::Stale, None);
             }
             Joined::Member { min_id_changed } => min_id_changed,

@@ -91,7 +91,7 @@ pub struct Registry {
     pub(super) removed: TopicTally,
     /// When each recently departed broker address left (unregistered, its connection closed,
     /// expired): a peer's older word of it must not bring it back (`peer_routes`).
-    pub(super) departed: HashMap<BrokerAddrKey, i64>,
+    pub(super) departed: HashMap<BrokerAddrKey, super::departures::Departure>,
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {

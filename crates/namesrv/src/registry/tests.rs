@@ -1081,3 +1081,53 @@ fn the_set_of_distinct_bodies_stays_bounded() {
     // Every body is still served from the cache.
     assert_eq!(t.standard.len(), refs.len());
 }
+
+/// Peers are told of brokers that said they were leaving, not of closed connections; a peer
+/// removes a broker only if it holds it on another's word and heard of it no later.
+#[test]
+fn only_a_broker_that_said_it_was_leaving_is_passed_on_and_only_where_held_on_word() {
+    let policy = RegisterPolicy::default();
+    let mut here = Registry::default();
+    apply(
+        &mut here,
+        &reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    apply(
+        &mut here,
+        &reg("b", 0, SLAVE, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    let leaving = here.unregistration("c", MASTER, "a", 0);
+    here.unregister(&[leaving], false);
+    depart(&mut here, "c", SLAVE);
+    let told: Vec<_> = here
+        .announced_departures()
+        .map(|(k, _)| k.addr.clone())
+        .collect();
+    assert_eq!(told, vec![MASTER.to_string()]);
+    let (_, at_ms) = here.announced_departures().next().unwrap();
+    assert!(here.departed_at("c", SLAVE).is_some());
+
+    // The peer's copy was registered on connection 1 (`Reg::build`) at time 0.
+    let mut peer = Registry::default();
+    apply(
+        &mut peer,
+        &reg("a", 0, MASTER, &[("t1", 4), ("t2", 4)]),
+        policy,
+    );
+    assert!(peer.live_entries().next().is_some());
+    assert!(
+        peer.left_at_peer("c", MASTER, at_ms, 2).is_empty(),
+        "registered there itself"
+    );
+    assert!(
+        peer.left_at_peer("c", MASTER, -1, 1).is_empty(),
+        "heard of after it left"
+    );
+    let gone = peer.left_at_peer("c", MASTER, at_ms, 1);
+    assert_eq!(gone.len(), 1);
+    peer.unregister(&gone, false);
+    assert_eq!(peer.live_entries().count(), 0);
+    assert_eq!(peer.announced_departures().count(), 1, "passed on in turn");
+}
