@@ -118,14 +118,20 @@ pub enum AdminOp {
 }
 
 impl AdminOp {
-    /// Applies the change to this member's routes; how many topics it touched.
-    pub fn apply(&self, routes: &crate::registry::RouteTable) -> i64 {
+    /// Applies the change, made at `at_ms`, to this member's routes; how many topics it
+    /// touched. The groups it changes date their topics from `at_ms`, not from when this
+    /// member applies it: one back from a restart applies earlier changes late.
+    pub fn apply(&self, routes: &crate::registry::RouteTable, at_ms: i64) -> i64 {
+        routes.change(|r| r.dated(at_ms, |r| self.apply_to(r)))
+    }
+
+    fn apply_to(&self, r: &mut crate::registry::Registry) -> i64 {
         match self {
             AdminOp::WritePerm { broker_name, wipe } => {
-                routes.change(|r| r.change_write_perm(broker_name, *wipe)) as i64
+                r.change_write_perm(broker_name, *wipe) as i64
             }
             AdminOp::DeleteTopic { topic, cluster } => {
-                i64::from(routes.change(|r| r.delete_topic(topic, cluster.as_deref())))
+                i64::from(r.delete_topic(topic, cluster.as_deref()))
             }
             AdminOp::RegisterTopic { topic, queues } => {
                 let queue_datas: Vec<rocketmq_wire::body::QueueData> = queues
@@ -140,7 +146,7 @@ impl AdminOp {
                         },
                     )
                     .collect();
-                i64::from(routes.change(|r| r.register_topic(topic, &queue_datas)))
+                i64::from(r.register_topic(topic, &queue_datas))
             }
         }
     }
@@ -583,7 +589,7 @@ impl KvGroup {
             for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
                 admin.0 = *seq;
                 if change.at_ms >= self.routes_as_of_ms {
-                    let touched = change.op.apply(&local.routes);
+                    let touched = change.op.apply(&local.routes, change.at_ms);
                     admin.1.insert(change.id, touched);
                 }
             }

@@ -19,7 +19,7 @@
 //! word heard no later; a closed connection or an expiry says nothing about the broker's links
 //! to other NameServers, and is not passed on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,12 +28,12 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rocketmq_wire::body::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::codes::{request, response, version as request_version};
 use rocketmq_wire::RemotingCommand;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::Registry;
+use crate::registry::{Queues, Registry};
 use crate::state::State;
 
 /// How often each peer is asked for its whole digest, what carries brokers' liveness: an eighth
@@ -71,6 +71,13 @@ pub struct Heard {
     pub version: (i64, i64, i64),
     /// When this NameServer last heard from it (registration, heartbeat, or a peer's word).
     pub last_ms: i64,
+    /// A hash of its group's topics as routed here, and when they last changed here (or where
+    /// the word of them came from): a broker's own registration at an unchanged data version
+    /// can still change them (it brings back topics deleted meanwhile, as in Java).
+    #[serde(default)]
+    pub topics: u64,
+    #[serde(default)]
+    pub topics_ms: i64,
 }
 
 /// A broker that said it was leaving (UNREGISTER_BROKER), and when it left.
@@ -118,7 +125,24 @@ pub fn digest(r: &Registry) -> Digest {
     }
 }
 
+/// A hash of each group's topics as routed here: their names and queues, in any order.
+fn topic_hashes(r: &Registry) -> HashMap<&str, u64> {
+    use std::hash::{Hash, Hasher};
+    let mut out: HashMap<&str, u64> = HashMap::new();
+    for (topic, queues) in r.topic_queues() {
+        for (name, q) in queues.entries() {
+            // Fixed keys: every member hashes alike.
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (topic, q).hash(&mut h);
+            let sum = out.entry(name.as_ref()).or_default();
+            *sum = sum.wrapping_add(h.finish());
+        }
+    }
+    out
+}
+
 fn heard_here(r: &Registry) -> Vec<Heard> {
+    let hashes = topic_hashes(r);
     let mut out = Vec::new();
     for bd in r.groups() {
         for (id, addr) in &bd.broker_addrs {
@@ -133,6 +157,8 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
                 id: *id,
                 version: (dv.state_version, dv.timestamp, dv.counter),
                 last_ms: live.last_update_ms,
+                topics: hashes.get(bd.broker_name.as_str()).copied().unwrap_or(0),
+                topics_ms: r.topics_changed_at(&bd.broker_name),
             });
         }
     }
@@ -142,6 +168,7 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
 /// The registrations of the asked brokers still heard here, in the order asked, as many as fit
 /// in [`PULL_BYTES`] (at least one).
 pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
+    let hashes = topic_hashes(r);
     let mut out = Vec::new();
     let mut bytes = 0;
     for want in asked {
@@ -190,6 +217,8 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
                 id: want.id,
                 version: (dv.state_version, dv.timestamp, dv.counter),
                 last_ms: live.last_update_ms,
+                topics: hashes.get(want.name.as_str()).copied().unwrap_or(0),
+                topics_ms: r.topics_changed_at(&want.name),
             },
             ha_server_addr: live.ha_server_addr.clone(),
             timeout_ms: live.timeout_ms,
@@ -220,6 +249,7 @@ impl Comparison {
 }
 
 pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
+    let hashes = topic_hashes(r);
     let mut c = Comparison::default();
     for d in &theirs.departed {
         if !r
@@ -245,7 +275,13 @@ pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
             }
             Some(live) => {
                 let dv = &live.data_version;
-                if (dv.state_version, dv.timestamp, dv.counter) < h.version {
+                let version = (dv.state_version, dv.timestamp, dv.counter);
+                let mine = hashes.get(h.name.as_str()).copied().unwrap_or(0);
+                if version < h.version
+                    || (version == h.version
+                        && mine != h.topics
+                        && r.topics_changed_at(&h.name) < h.topics_ms)
+                {
                     c.take.push(h.clone());
                 } else if live.last_update_ms < h.last_ms {
                     c.heard_later.push(h.clone());
@@ -441,7 +477,7 @@ impl PeerRoutes {
         if let Some(since) = since {
             ask = ask.with_ext(SINCE, since);
         }
-        let answer = call(&client, ask).await?;
+        let answer = self.call(&client, ask).await?;
         if answer.ext(UNCHANGED) == Some("true") {
             return Ok(Exchanged::Unchanged);
         }
@@ -450,8 +486,6 @@ impl PeerRoutes {
             .and_then(|g| g.parse().ok())
             .unwrap_or_default();
         let body = answer.body.unwrap_or_default();
-        self.digest_bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
         let theirs: Digest = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         let comparison = state.routes.read(|r| compare(r, &theirs));
         let differences = comparison.differences();
@@ -482,14 +516,13 @@ impl PeerRoutes {
         while !left.is_empty() {
             let asked = &left[..left.len().min(PULL_MAX)];
             let body = serde_json::to_vec(asked).map_err(|e| e.to_string())?;
-            let answer = call(
-                &client,
-                RemotingCommand::request(codes::ROUTE_PULL).with_body(body),
-            )
-            .await?;
+            let answer = self
+                .call(
+                    &client,
+                    RemotingCommand::request(codes::ROUTE_PULL).with_body(body),
+                )
+                .await?;
             let body = answer.body.unwrap_or_default();
-            self.digest_bytes
-                .fetch_add(body.len() as u64, Ordering::Relaxed);
             let records: Vec<Record> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
             // The answer covers the asked entries up to the last one it holds; those it skipped
             // before that are no longer heard there.
@@ -563,11 +596,34 @@ pub fn digest_since(state: &State, since: Option<u64>) -> Option<(Digest, u64)> 
     Some((state.routes.read(digest), generation))
 }
 
-async fn call(client: &Client, request: RemotingCommand) -> Result<RemotingCommand, String> {
-    let answer = client
-        .invoke(request, CALL_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?;
+impl PeerRoutes {
+    /// One request to a peer, its answer's whole frame counted as received.
+    async fn call(
+        &self,
+        client: &Client,
+        request: RemotingCommand,
+    ) -> Result<RemotingCommand, String> {
+        let answer = client
+            .invoke(request, CALL_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.digest_bytes
+            .fetch_add(frame_bytes(&answer), Ordering::Relaxed);
+        answer_of(answer)
+    }
+}
+
+/// The bytes `cmd` took on the wire: its header encoded again (small), and its body.
+fn frame_bytes(cmd: &RemotingCommand) -> u64 {
+    let body = cmd.body.as_ref().map_or(0, |b| b.len());
+    let mut head = cmd.clone();
+    head.body = None;
+    let mut buf = bytes::BytesMut::new();
+    rocketmq_wire::frame::encode_frame(&head, &mut buf);
+    (buf.len() + body) as u64
+}
+
+fn answer_of(answer: RemotingCommand) -> Result<RemotingCommand, String> {
     if answer.code != response::SUCCESS {
         return Err(format!(
             "answered {}: {}",
@@ -598,9 +654,37 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
     }
     match crate::handler::register_from_peer(state, &cmd) {
         Ok(()) => {
-            state
-                .routes
-                .change(|r| r.adopted_from_peer(&h.cluster, &h.addr, PEER_CONNECTION, h.last_ms));
+            // The peer's routes for the group, exactly: a registration at the data version held
+            // here would keep topics the peer no longer routes, and their old permissions.
+            let topics: Vec<(String, Queues)> = RegisterBrokerBody::decode(
+                Some(rec.body.as_bytes()),
+                request_version::V5_0_0,
+                false,
+                usize::MAX,
+            )
+            .map(|b| b.wrapper.topic_configs)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|tc| {
+                let queues = Queues {
+                    read: tc.read_queue_nums,
+                    write: tc.write_queue_nums,
+                    perm: tc.perm,
+                    sys_flag: tc.topic_sys_flag,
+                };
+                Some((tc.topic_name?, queues))
+            })
+            .collect();
+            state.routes.change(|r| r.mirror_topics(&h.name, &topics));
+            state.routes.change(|r| {
+                r.adopted_from_peer(
+                    &h.cluster,
+                    &h.addr,
+                    PEER_CONNECTION,
+                    h.last_ms,
+                    (&h.name, h.topics_ms),
+                )
+            });
             tracing::debug!(peer, broker = %h.name, addr = %h.addr, "took a broker's registration over from a peer");
             true
         }
@@ -693,7 +777,7 @@ impl prometheus_client::collector::Collector for PeerRoutesCollector {
             ),
             (
                 "peers_route_received_bytes",
-                "Bytes of route digests and registrations received from peers",
+                "Bytes of the route exchange's answers received from peers, whole frames",
                 p.digest_bytes.load(Ordering::Relaxed),
             ),
         ] {
@@ -729,6 +813,8 @@ mod tests {
             id: 0,
             version,
             last_ms,
+            topics: 0,
+            topics_ms: 0,
         }
     }
 

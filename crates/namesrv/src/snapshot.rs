@@ -284,6 +284,7 @@ pub fn load(path: &Path) -> Restored {
             if r.drop_members_without_live() {
                 warn!("dropped snapshot members that had no live entry");
             }
+            r.undate_topics();
             info!(
                 brokers = r.live_entries().count(),
                 topics = r.topic_count(),

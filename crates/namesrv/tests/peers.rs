@@ -575,3 +575,274 @@ async fn nameservers_cut_off_from_each_other_serve_both_sides_and_agree_after_he
         assert_eq!(get_kv(&cluster, i, "ns", "refused").await, None, "node {i}");
     }
 }
+
+/// The brokers of a schedule, each knowing some of the NameServers.
+const SCHEDULE_BROKERS: [&str; 4] = ["sb0", "sb1", "sb2", "sb3"];
+const SCHEDULE_TOPICS: usize = 6;
+
+struct ScheduledBroker {
+    broker: Broker,
+    /// The NameServers it knows (its namesrvAddr), and its connection to each.
+    knows: Vec<usize>,
+    links: Vec<Option<rocketmq_wire::client::Client>>,
+    up: bool,
+    version: i64,
+    /// Topics deleted by an admin, which it no longer carries.
+    dropped: Vec<String>,
+}
+
+impl ScheduledBroker {
+    /// Its topic table at its current version: two topics every broker carries, and more of
+    /// the schedule's topics the higher its version, but none deleted. A broker drops a topic
+    /// only when an admin deletes it (mqadmin deleteTopic deletes on the brokers first): Java's
+    /// NameServer keeps routing a topic that a broker stops listing on its own.
+    fn table(&self, b: usize) -> Vec<(String, i32)> {
+        let grown = SCHEDULE_TOPICS.min(self.version as usize);
+        BASE_TOPICS
+            .iter()
+            .map(|(t, p)| (t.to_string(), *p))
+            .chain((0..grown).map(|i| (format!("S{}", (b + i) % SCHEDULE_TOPICS), 6)))
+            .filter(|(t, _)| !self.dropped.contains(t))
+            .collect()
+    }
+
+    /// Registers with every NameServer it knows that is up, as a broker does every 30 s (here
+    /// every tick), reconnecting where its link broke.
+    async fn register(&mut self, b: usize, cluster: &NamesrvCluster, down: &[bool]) {
+        let table = self.table(b);
+        let topics: Vec<(&str, i32)> = table.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+        for &n in &self.knows {
+            if down[n] {
+                self.links[n] = None;
+                continue;
+            }
+            if self.links[n].is_none() {
+                self.links[n] = rocketmq_wire::client::Client::connect(&cluster.addrs[n])
+                    .await
+                    .ok();
+            }
+            let Some(link) = &self.links[n] else {
+                continue;
+            };
+            let register = self
+                .broker
+                .register_request(&topics, dv(self.version, 0))
+                .with_ext("heartbeatTimeoutMillis", 3000);
+            if link.invoke(register, Duration::from_secs(3)).await.is_err() {
+                self.links[n] = None;
+            }
+        }
+    }
+}
+
+/// What NameServer `i` routes, made comparable: cluster info, and each schedule topic's route
+/// with its lists in name order.
+async fn routing_of(cluster: &NamesrvCluster, i: usize) -> serde_json::Value {
+    let client = cluster.client(i).await;
+    let info = call(
+        &client,
+        RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
+    )
+    .await;
+    // Cluster info's maps are keyed by numbers (fastjson's form): compared by what they name.
+    let info = body_text(&info);
+    let named: Vec<String> = (0..SCHEDULE_BROKERS.len())
+        .map(|b| format!("10.2.0.{b}:10911"))
+        .chain(SCHEDULE_BROKERS.iter().map(|n| format!("\"{n}\"")))
+        .filter(|s| info.contains(s.as_str()))
+        .collect();
+    let mut out = serde_json::json!({ "cluster": named });
+    for t in 0..SCHEDULE_TOPICS {
+        let topic = format!("S{t}");
+        let route = call(&client, route_request(&topic, 479)).await;
+        let mut route: serde_json::Value = if route.code == response::SUCCESS {
+            serde_json::from_str(&body_text(&route)).unwrap_or_default()
+        } else {
+            serde_json::Value::Null
+        };
+        for list in ["queueDatas", "brokerDatas"] {
+            if let Some(items) = route.get_mut(list).and_then(|l| l.as_array_mut()) {
+                items.sort_by_key(|x| x["brokerName"].to_string());
+            }
+        }
+        out[topic] = route;
+    }
+    out
+}
+
+/// One seeded schedule: brokers that know some of three NameServers register, change their
+/// tables, stop (unregistering) and crash; admin changes go to any NameServer; NameServers are
+/// killed with SIGKILL and restarted. Once it ends, with the brokers that are up still
+/// registering, all three must route alike, every broker that is up on each, none that is down.
+async fn run_schedule(seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "scanNotActiveBrokerInterval=1000");
+    cluster.ready(READY).await;
+    let mut down = [false; 3];
+    let mut brokers: Vec<ScheduledBroker> = SCHEDULE_BROKERS
+        .iter()
+        .enumerate()
+        .map(|(b, name)| ScheduledBroker {
+            broker: Broker::new("c", name, 0, &format!("10.2.0.{b}:10911")),
+            knows: vec![b % 3],
+            links: vec![None, None, None],
+            up: true,
+            version: 1,
+            dropped: Vec::new(),
+        })
+        .collect();
+    let mut log = Vec::new();
+    for step in 0..24 {
+        let b = rng.usize(..brokers.len());
+        let n = rng.usize(..3);
+        let what = match rng.u8(..10) {
+            0..=2 => {
+                brokers[b].version += 1;
+                format!("sb{b} changes its table (v{})", brokers[b].version)
+            }
+            3 if brokers[b].up => {
+                for &k in &brokers[b].knows.clone() {
+                    if let Some(link) = &brokers[b].links[k] {
+                        let _ = link
+                            .invoke(
+                                brokers[b].broker.unregister_request(),
+                                Duration::from_secs(3),
+                            )
+                            .await;
+                    }
+                }
+                brokers[b].links = vec![None, None, None];
+                brokers[b].up = false;
+                format!("sb{b} stops")
+            }
+            4 if brokers[b].up => {
+                brokers[b].links = vec![None, None, None];
+                brokers[b].up = false;
+                format!("sb{b} crashes")
+            }
+            3..=5 if !brokers[b].up => {
+                let mut knows: Vec<usize> = (0..3).filter(|_| rng.bool()).collect();
+                if knows.is_empty() {
+                    knows.push(n);
+                }
+                brokers[b].knows = knows.clone();
+                brokers[b].up = true;
+                format!("sb{b} starts knowing {knows:?}")
+            }
+            6 | 7 if !down[n] => {
+                let request = if rng.bool() {
+                    RemotingCommand::request(if rng.bool() {
+                        request::WIPE_WRITE_PERM_OF_BROKER
+                    } else {
+                        request::ADD_WRITE_PERM_OF_BROKER
+                    })
+                    .with_ext("brokerName", SCHEDULE_BROKERS[b])
+                } else {
+                    // As mqadmin deleteTopic: off the brokers first (they register their new
+                    // tables), then off the NameServers.
+                    let topic = format!("S{}", rng.usize(..SCHEDULE_TOPICS));
+                    for (b, broker) in brokers.iter_mut().enumerate() {
+                        broker.dropped.push(topic.clone());
+                        broker.version += 1;
+                        if broker.up {
+                            broker.register(b, &cluster, &down).await;
+                        }
+                    }
+                    RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV)
+                        .with_ext("topic", topic)
+                };
+                let what = format!("{} {:?}", request.code, request.ext_fields);
+                let answer = write(&cluster, n, request).await;
+                format!("admin {what} via n{n}: {}", answer.code)
+            }
+            8 if step >= 4 && down.iter().all(|d| !d) => {
+                cluster.kill(n);
+                down[n] = true;
+                format!("n{n} killed")
+            }
+            _ => match down.iter().position(|d| *d) {
+                Some(k) => {
+                    cluster.restart(k);
+                    cluster.node_ready(k, READY).await;
+                    down[k] = false;
+                    format!("n{k} restarted")
+                }
+                None => continue,
+            },
+        };
+        log.push(what);
+        for (b, broker) in brokers.iter_mut().enumerate() {
+            if broker.up {
+                broker.register(b, &cluster, &down).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    if let Some(k) = down.iter().position(|d| *d) {
+        cluster.restart(k);
+        cluster.node_ready(k, READY).await;
+        down[k] = false;
+        log.push(format!("n{k} restarted"));
+    }
+    // The brokers that are up go on registering; the others expire (3 s) where taken over.
+    let began = Instant::now();
+    loop {
+        for (b, broker) in brokers.iter_mut().enumerate() {
+            if broker.up {
+                broker.register(b, &cluster, &down).await;
+            }
+        }
+        let views = [
+            routing_of(&cluster, 0).await,
+            routing_of(&cluster, 1).await,
+            routing_of(&cluster, 2).await,
+        ];
+        let alike = views[0] == views[1] && views[1] == views[2];
+        let brokers_right = brokers.iter().all(|broker| {
+            views
+                .iter()
+                .all(|v| v["cluster"].to_string().contains(&broker.broker.addr) == broker.up)
+        });
+        if alike && brokers_right {
+            return;
+        }
+        if began.elapsed() >= Duration::from_secs(20) {
+            let keys = views[0]
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>());
+            let differing: Vec<String> = keys
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|k| views[0][k] != views[1][k] || views[1][k] != views[2][k])
+                .map(|k| {
+                    format!(
+                        "{k}:\n  n0 {}\n  n1 {}\n  n2 {}",
+                        views[0][&k], views[1][&k], views[2][&k]
+                    )
+                })
+                .collect();
+            panic!(
+                "seed {seed}: the NameServers still disagree 20 s after the schedule\n\
+                 steps: {log:#?}\n{}",
+                differing.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Seeded schedules (`PEERS_SCHEDULES`, from seed `PEERS_SEED`; two in the test command, more in
+/// a long run) each end with all three NameServers routing alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_schedules_of_registrations_admin_changes_and_restarts_end_with_all_routing_alike() {
+    let env = |key: &str, default: u64| {
+        std::env::var(key)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let first = env("PEERS_SEED", 1);
+    for seed in first..first + env("PEERS_SCHEDULES", 2) {
+        run_schedule(seed).await;
+    }
+}

@@ -32,6 +32,12 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     // Served on the blocking pool (`Facts::blocking`), where waiting for the group is allowed.
     let handle = tokio::runtime::Handle::current();
     Ok(match r.code {
+        // Until it has applied the admin changes made while it was down, its routes may hold
+        // what they undid, dated later than the change: its peers must not take them.
+        route_codes::ROUTE_DIGEST if !group.caught_up() => {
+            RemotingCommand::response_to(r, resp::SYSTEM_ERROR)
+                .with_remark("this NameServer has not caught up with its KV group yet")
+        }
         route_codes::ROUTE_DIGEST => {
             let since = r.ext(peer_routes::SINCE).and_then(|s| s.parse().ok());
             match peer_routes::digest_since(state, since) {

@@ -154,6 +154,7 @@ impl Registry {
                 if bd.broker_addrs.is_empty() {
                     self.brokers.remove(&req.broker_name);
                     self.group_epochs.remove(&req.broker_name);
+                    self.topics_changed_ms.remove(&req.broker_name);
                     remove_name = true;
                 } else if was_min {
                     min_changed.push((req.broker_name.clone(), req.broker_addr.clone()));
@@ -480,10 +481,20 @@ impl Registry {
 
     /// A broker taken over from a peer's registration is as alive as the peer last heard it,
     /// not as of now, unless it also registered here itself.
-    pub fn adopted_from_peer(&mut self, cluster: &str, addr: &str, conn: ConnId, at_ms: i64) {
+    /// Its topics date from when they changed where the peer's word came from.
+    pub fn adopted_from_peer(
+        &mut self,
+        cluster: &str,
+        addr: &str,
+        conn: ConnId,
+        at_ms: i64,
+        (broker_name, topics_changed_ms): (&str, i64),
+    ) {
         if let Some(live) = self.live.get_mut(&key(cluster, addr)) {
             if live.conn == conn {
                 live.last_update_ms = at_ms;
+                self.topics_changed_ms
+                    .insert(broker_name.to_string(), topics_changed_ms);
             }
         }
     }

@@ -47,7 +47,7 @@ use rocketmq_wire::json::JsonStyle;
 use crate::events::EventLog;
 
 pub use departures::{Expired, Expiry, Unregistered, Unregistration, UNFENCED};
-pub use queues::TopicQueues;
+pub use queues::{Queues, TopicQueues};
 pub use registration::{
     Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
 };

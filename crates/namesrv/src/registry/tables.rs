@@ -92,6 +92,11 @@ pub struct Registry {
     /// When each recently departed broker address left (unregistered, its connection closed,
     /// expired): a peer's older word of it must not bring it back (`peer_routes`).
     pub(super) departed: HashMap<BrokerAddrKey, super::departures::Departure>,
+    /// When each group's topics last changed here (or where a peer's word of them came from):
+    /// peers holding the same data version but other topics take the later (`peer_routes`).
+    pub(super) topics_changed_ms: HashMap<String, i64>,
+    /// The time the mutation under way dates its changes from, when not now.
+    pub(super) dating: Option<i64>,
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
@@ -253,6 +258,40 @@ impl Registry {
             .group_epochs
             .entry(broker_name.to_string())
             .or_default() += 1;
+        self.topics_changed(broker_name);
+    }
+
+    /// Notes that a group's topics changed here now.
+    pub(super) fn topics_changed(&mut self, broker_name: &str) {
+        let now = self.dating.unwrap_or_else(rocketmq_wire::clock::now_ms);
+        match self.topics_changed_ms.get_mut(broker_name) {
+            Some(at) => *at = (*at).max(now),
+            None => {
+                self.topics_changed_ms.insert(broker_name.to_string(), now);
+            }
+        }
+    }
+
+    /// Runs `f`, dating the changes it makes to groups' topics `at_ms`.
+    pub fn dated<R>(&mut self, at_ms: i64, f: impl FnOnce(&mut Self) -> R) -> R {
+        let before = self.dating.replace(at_ms);
+        let out = f(self);
+        self.dating = before;
+        out
+    }
+
+    /// Forgets when groups' topics changed (after a restore): they are older than any word a
+    /// peer has of them.
+    pub fn undate_topics(&mut self) {
+        self.topics_changed_ms.clear();
+    }
+
+    /// When the group's topics last changed here, as peers compare them.
+    pub fn topics_changed_at(&self, broker_name: &str) -> i64 {
+        self.topics_changed_ms
+            .get(broker_name)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub(super) fn group_epoch(&self, broker_name: &str) -> u64 {

@@ -65,8 +65,33 @@ impl Registry {
         };
         if changed {
             self.changes.topics.insert(topic.to_string());
+            self.topics_changed(broker_name);
         }
         changed
+    }
+
+    /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
+    /// replaces what a registration at the same data version would keep.
+    pub fn mirror_topics(&mut self, broker_name: &str, topics: &[(String, Queues)]) {
+        let listed: std::collections::HashSet<&str> =
+            topics.iter().map(|(t, _)| t.as_str()).collect();
+        let stale: Vec<String> = self
+            .topics
+            .iter()
+            .filter(|(topic, queues)| queues.get(broker_name).is_some() && !listed.contains(topic))
+            .map(|(topic, _)| topic.to_string())
+            .collect();
+        for topic in stale {
+            self.leave_topic(&topic, broker_name);
+        }
+        let name = self.shared_name(broker_name);
+        for (topic, queues) in topics {
+            self.set_topic_queues(topic, &name, *queues);
+        }
+        self.tell_topics(
+            &format!("taken from a peer's word of {broker_name}"),
+            &format!("no longer listed by a peer for {broker_name}"),
+        );
     }
 
     /// Takes a group out of a topic, and the topic out of the table when no group is left.
@@ -83,6 +108,7 @@ impl Registry {
             self.removed.add(topic);
         }
         self.changes.topics.insert(topic.to_string());
+        self.topics_changed(broker_name);
         true
     }
 
@@ -94,6 +120,7 @@ impl Registry {
             .is_some_and(|q| q.set_perm(broker_name, perm));
         if changed {
             self.changes.topics.insert(topic.to_string());
+            self.topics_changed(broker_name);
         }
         changed
     }
