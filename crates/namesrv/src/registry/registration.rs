@@ -254,7 +254,12 @@ impl Registry {
             Joined::Member { min_id_changed } => min_id_changed,
         };
         self.number_registration(&reg.from.broker_name, &reg.from.broker_addr);
+        let changed_before = self.changes.topics.len();
         self.apply_topics(&reg, plan);
+        if self.changes.topics.len() != changed_before {
+            // Once per registration, not per topic: at 100k topics that would show.
+            self.topics_changed(&reg.from.broker_name);
+        }
         self.refresh_live(&reg);
         self.set_filter_servers(&reg);
         let Registrant {

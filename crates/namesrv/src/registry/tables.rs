@@ -280,6 +280,13 @@ impl Registry {
         out
     }
 
+    /// Whether the group's topics changed after the time the mutation under way is dated (an
+    /// admin change a member applies late): a later registration supersedes it.
+    pub(super) fn superseded(&self, broker_name: &str) -> bool {
+        self.dating
+            .is_some_and(|at| self.topics_changed_at(broker_name) > at)
+    }
+
     /// Forgets when groups' topics changed (after a restore): they are older than any word a
     /// peer has of them.
     pub fn undate_topics(&mut self) {

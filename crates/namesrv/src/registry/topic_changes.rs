@@ -65,7 +65,6 @@ impl Registry {
         };
         if changed {
             self.changes.topics.insert(topic.to_string());
-            self.topics_changed(broker_name);
         }
         changed
     }
@@ -73,6 +72,7 @@ impl Registry {
     /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
     /// replaces what a registration at the same data version would keep.
     pub fn mirror_topics(&mut self, broker_name: &str, topics: &[(String, Queues)]) {
+        let changed_before = self.changes.topics.len();
         let listed: std::collections::HashSet<&str> =
             topics.iter().map(|(t, _)| t.as_str()).collect();
         let stale: Vec<String> = self
@@ -87,6 +87,10 @@ impl Registry {
         let name = self.shared_name(broker_name);
         for (topic, queues) in topics {
             self.set_topic_queues(topic, &name, *queues);
+        }
+        if self.changes.topics.len() != changed_before {
+            // Its next identical registration must be read again, not repeated.
+            self.bump_group(broker_name);
         }
         self.tell_topics(
             &format!("taken from a peer's word of {broker_name}"),
@@ -108,7 +112,6 @@ impl Registry {
             self.removed.add(topic);
         }
         self.changes.topics.insert(topic.to_string());
-        self.topics_changed(broker_name);
         true
     }
 
@@ -120,7 +123,6 @@ impl Registry {
             .is_some_and(|q| q.set_perm(broker_name, perm));
         if changed {
             self.changes.topics.insert(topic.to_string());
-            self.topics_changed(broker_name);
         }
         changed
     }
@@ -128,6 +130,9 @@ impl Registry {
     /// Sets (wipe) or restores (add) write permission on every topic of a broker group;
     /// returns how many topics the group serves.
     pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> usize {
+        if self.superseded(broker_name) {
+            return 0;
+        }
         let changes: Vec<(String, i32)> = self
             .topics
             .iter()
@@ -178,6 +183,9 @@ impl Registry {
         let mut changed = false;
         let mut left = Vec::new();
         for name in names {
+            if self.superseded(&name) {
+                continue;
+            }
             if self.leave_topic(topic, &name) {
                 changed = true;
                 left.push(name.clone());
@@ -212,6 +220,9 @@ impl Registry {
         for qd in queue_datas {
             if !self.brokers.contains_key(&qd.broker_name) {
                 break;
+            }
+            if self.superseded(&qd.broker_name) {
+                continue;
             }
             if self.set_queues(topic, qd) {
                 changed = true;
