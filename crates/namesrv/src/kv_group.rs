@@ -121,8 +121,15 @@ impl AdminOp {
     /// Applies the change, made at `at_ms`, to this member's routes; how many topics it
     /// touched. The groups it changes date their topics from `at_ms`, not from when this
     /// member applies it: one back from a restart applies earlier changes late.
-    pub fn apply(&self, routes: &crate::registry::RouteTable, at_ms: i64) -> i64 {
-        routes.change(|r| r.dated(at_ms, |r| self.apply_to(r)))
+    /// `late`: made while this member was down, so a later registration supersedes it.
+    pub fn apply(&self, routes: &crate::registry::RouteTable, at_ms: i64, late: bool) -> i64 {
+        routes.change(|r| {
+            if late {
+                r.late(at_ms, |r| self.apply_to(r))
+            } else {
+                r.dated(at_ms, |r| self.apply_to(r))
+            }
+        })
     }
 
     fn apply_to(&self, r: &mut crate::registry::Registry) -> i64 {
@@ -312,6 +319,7 @@ pub struct KvGroup {
     /// Admin changes made from this time on are not in this node's routes yet: those made
     /// since the route snapshot it restored was taken, or since it started.
     routes_as_of_ms: i64,
+    started_ms: i64,
 }
 
 impl KvGroup {
@@ -345,6 +353,7 @@ impl KvGroup {
             caught_up: AtomicBool::new(false),
             started: Instant::now(),
             routes_as_of_ms: snapshot_taken_ms.unwrap_or_else(rocketmq_wire::clock::now_ms),
+            started_ms: rocketmq_wire::clock::now_ms(),
         }))
     }
 
@@ -564,8 +573,28 @@ impl KvGroup {
             at_ms: rocketmq_wire::clock::now_ms(),
             op,
         };
+        let began = Instant::now();
         self.write(local, KvCommand::Admin(change)).await?;
-        Ok(self.admin_applied.lock().1.get(&id).copied().unwrap_or(0))
+        // Committed is not yet applied here when the leader's index came back unknown, or when
+        // the node's own loop applies it first: the answer waits for this node's routes.
+        let mut metrics = self.group.raft().metrics();
+        loop {
+            if let Some(touched) = self.admin_applied.lock().1.get(&id).copied() {
+                return Ok(touched);
+            }
+            let left = (began + DEADLINE).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(WriteFailed(format!(
+                    "admin change committed but not applied here within {} s",
+                    DEADLINE.as_secs()
+                )));
+            }
+            let _ =
+                tokio::time::timeout(left.min(Duration::from_millis(50)), metrics.changed()).await;
+            if let Err(e) = self.sync(local) {
+                tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
+            }
+        }
     }
 
     /// Makes the KV store the group's state as applied here, once this node's own file has
@@ -589,7 +618,8 @@ impl KvGroup {
             for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
                 admin.0 = *seq;
                 if change.at_ms >= self.routes_as_of_ms {
-                    let touched = change.op.apply(&local.routes, change.at_ms);
+                    let late = change.at_ms < self.started_ms;
+                    let touched = change.op.apply(&local.routes, change.at_ms, late);
                     admin.1.insert(change.id, touched);
                 }
             }

@@ -675,8 +675,8 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
                 Some((tc.topic_name?, queues))
             })
             .collect();
-            state.routes.change(|r| r.mirror_topics(&h.name, &topics));
             state.routes.change(|r| {
+                r.dated(h.topics_ms, |r| r.mirror_topics(&h.name, &topics));
                 r.adopted_from_peer(
                     &h.cluster,
                     &h.addr,

@@ -97,6 +97,9 @@ pub struct Registry {
     pub(super) topics_changed_ms: HashMap<String, i64>,
     /// The time the mutation under way dates its changes from, when not now.
     pub(super) dating: Option<i64>,
+    /// The mutation under way is an admin change applied late (made while this member was
+    /// down): groups whose topics changed since it was made are left alone.
+    pub(super) late: bool,
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
@@ -283,8 +286,18 @@ impl Registry {
     /// Whether the group's topics changed after the time the mutation under way is dated (an
     /// admin change a member applies late): a later registration supersedes it.
     pub(super) fn superseded(&self, broker_name: &str) -> bool {
-        self.dating
-            .is_some_and(|at| self.topics_changed_at(broker_name) > at)
+        self.late
+            && self
+                .dating
+                .is_some_and(|at| self.topics_changed_at(broker_name) > at)
+    }
+
+    /// Runs `f`, an admin change made at `at_ms` and missed while this member was down.
+    pub fn late<R>(&mut self, at_ms: i64, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.late = true;
+        let out = self.dated(at_ms, f);
+        self.late = false;
+        out
     }
 
     /// Forgets when groups' topics changed (after a restore): they are older than any word a
