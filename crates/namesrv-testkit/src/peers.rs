@@ -27,17 +27,22 @@ impl std::ops::DerefMut for NamesrvCluster {
     }
 }
 
+/// `namesrvPeers` for members at `addrs`: `n0-ADDR;n1-ADDR;...`.
+fn peer_list(addrs: &[String]) -> String {
+    let members: Vec<String> = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("n{i}-{a}"))
+        .collect();
+    members.join(";")
+}
+
 impl NamesrvCluster {
     /// Starts `n` NameServers that list each other; `extra` is appended to every config file.
     pub fn start(launch: Launch, n: usize, extra: &str) -> Self {
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let peers: Vec<String> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| format!("n{i}-{a}"))
-            .collect();
-        let peers = peers.join(";");
+        let peers = peer_list(&addrs);
         let mut nodes = Nodes::new(launch);
         for (i, port) in ports.iter().enumerate() {
             nodes.add(|home| {
@@ -59,12 +64,7 @@ impl NamesrvCluster {
         let addrs: Vec<String> = (0..n)
             .map(|i| format!("{}:{port}", net.node_ip(i)))
             .collect();
-        let peers: Vec<String> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| format!("n{i}-{a}"))
-            .collect();
-        let peers = peers.join(";");
+        let peers = peer_list(&addrs);
         let mut nodes = Nodes::new(launch);
         for i in 0..n {
             let wrap = ["ip", "netns", "exec", &net.ns(i)]

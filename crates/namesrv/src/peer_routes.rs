@@ -141,6 +141,32 @@ fn topic_hashes(r: &Registry) -> HashMap<&str, u64> {
     out
 }
 
+/// The digest entry of the broker at `addr`, member `id` of the group (`cluster`, `name`).
+fn heard_of(
+    r: &Registry,
+    hashes: &HashMap<&str, u64>,
+    (cluster, name): (&str, &str),
+    id: i64,
+    addr: &str,
+    live: &crate::registry::BrokerLive,
+) -> Heard {
+    Heard {
+        cluster: cluster.to_string(),
+        addr: addr.to_string(),
+        name: name.to_string(),
+        id,
+        version: version_of(&live.data_version),
+        last_ms: live.last_update_ms,
+        topics: hashes.get(name).copied().unwrap_or(0),
+        topics_ms: r.topics_changed_at(name),
+    }
+}
+
+/// A data version as digests order it.
+fn version_of(dv: &rocketmq_wire::body::DataVersion) -> (i64, i64, i64) {
+    (dv.state_version, dv.timestamp, dv.counter)
+}
+
 fn heard_here(r: &Registry) -> Vec<Heard> {
     let hashes = topic_hashes(r);
     let mut out = Vec::new();
@@ -149,17 +175,8 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
             let Some(live) = r.live(&bd.cluster, addr) else {
                 continue;
             };
-            let dv = &live.data_version;
-            out.push(Heard {
-                cluster: bd.cluster.clone(),
-                addr: addr.clone(),
-                name: bd.broker_name.clone(),
-                id: *id,
-                version: (dv.state_version, dv.timestamp, dv.counter),
-                last_ms: live.last_update_ms,
-                topics: hashes.get(bd.broker_name.as_str()).copied().unwrap_or(0),
-                topics_ms: r.topics_changed_at(&bd.broker_name),
-            });
+            let group = (bd.cluster.as_str(), bd.broker_name.as_str());
+            out.push(heard_of(r, &hashes, group, *id, addr, live));
         }
     }
     out
@@ -206,20 +223,17 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
             },
             filter_server_list: None,
         };
-        let dv = &live.data_version;
         let body = String::from_utf8_lossy(&body.encode_json()).into_owned();
         bytes += body.len();
         out.push(Record {
-            heard: Heard {
-                cluster: want.cluster.clone(),
-                addr: want.addr.clone(),
-                name: want.name.clone(),
-                id: want.id,
-                version: (dv.state_version, dv.timestamp, dv.counter),
-                last_ms: live.last_update_ms,
-                topics: hashes.get(want.name.as_str()).copied().unwrap_or(0),
-                topics_ms: r.topics_changed_at(&want.name),
-            },
+            heard: heard_of(
+                r,
+                &hashes,
+                (&want.cluster, &want.name),
+                want.id,
+                &want.addr,
+                live,
+            ),
             ha_server_addr: live.ha_server_addr.clone(),
             timeout_ms: live.timeout_ms,
             protocol: live.version,
@@ -274,8 +288,7 @@ pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
                 }
             }
             Some(live) => {
-                let dv = &live.data_version;
-                let version = (dv.state_version, dv.timestamp, dv.counter);
+                let version = version_of(&live.data_version);
                 let mine = hashes.get(h.name.as_str()).copied().unwrap_or(0);
                 if version < h.version
                     || (version == h.version
