@@ -34,6 +34,9 @@ pub enum Command {
     Agreement(AgreementArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
     Startup(StartupArgs),
+    /// A NameServer that agrees starts with no routes while its peers hold a fleet: time until
+    /// it says it is ready, and whether its table is then complete
+    Refill(RefillArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
     Canned(CannedArgs),
     /// Write BENCHMARKS.md from a results directory produced by scripts/bench
@@ -258,6 +261,33 @@ pub struct AgreementArgs {
     /// Seconds after which a change not seen everywhere counts as a failure
     #[arg(long, default_value_t = 10)]
     pub limit_secs: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct RefillArgs {
+    /// NameServers that stay up; the fleet registers with the first only
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub peers: Vec<String>,
+    /// Remoting address of the NameServer started by the command
+    #[arg(long)]
+    pub addr: String,
+    /// Its HTTP address, whose /readyz answers 200 once it is ready
+    #[arg(long)]
+    pub http: String,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Starts timed
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Topics whose routes are compared with the first peer's after each start
+    #[arg(long, default_value_t = 100)]
+    pub sample: usize,
+    /// Append the server's output here
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The server command line; it must start the NameServer with no routes of its own
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Args, Debug)]

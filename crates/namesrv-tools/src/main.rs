@@ -47,6 +47,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::KvWrites(args) => runtime.block_on(scenario::kv_writes::run(&args))?,
         cli::Command::Agreement(args) => runtime.block_on(scenario::agreement::run(&args))?,
         cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
+        cli::Command::Refill(args) => runtime.block_on(scenario::refill::run(&args))?,
         cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
         cli::Command::Report(args) => return report::run(&args),
     };

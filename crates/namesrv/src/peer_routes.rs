@@ -19,12 +19,13 @@
 //! word heard no later; a closed connection or an expiry says nothing about the broker's links
 //! to other NameServers, and is not passed on.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use rocketmq_wire::body::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
 use rocketmq_wire::client::Client;
@@ -55,8 +56,10 @@ const PULL_MAX: usize = 64;
 /// at once for the rest.
 const PULL_BYTES: usize = 4 * 1024 * 1024;
 /// How long a NameServer that started waits for its peers' routes before it says it is ready
-/// with what its snapshot held.
+/// with what its snapshot held, unless a pull is under way; and at most, though one is (a
+/// peer that holds millions of queues and answers, slowly).
 const FILL_LIMIT: Duration = Duration::from_secs(10);
+const FILL_MAX: Duration = Duration::from_secs(120);
 /// Brokers taken over from peers have no connection here; this id never names a real one.
 pub const PEER_CONNECTION: u64 = 0;
 
@@ -104,8 +107,48 @@ pub struct Record {
     pub protocol: i32,
     pub acting_master: bool,
     pub zone: Option<String>,
+    /// The length of [`Record::body`], which travels after the records (see [`encode_pull`]).
+    pub body_len: usize,
     /// REGISTER_BROKER's JSON body: the group's topics as this NameServer holds them.
-    pub body: String,
+    #[serde(skip)]
+    pub body: Bytes,
+}
+
+/// ROUTE_PULL's answer: the records' JSON (bodies left out) after its length (4 bytes,
+/// big-endian), then each record's body in order. Megabytes of registrations go as they are,
+/// neither escaped into JSON strings nor read twice.
+pub fn encode_pull(records: &[Record]) -> Result<Vec<u8>, serde_json::Error> {
+    let meta = serde_json::to_vec(records)?;
+    let bodies: usize = records.iter().map(|r| r.body.len()).sum();
+    let mut out = Vec::with_capacity(4 + meta.len() + bodies);
+    out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&meta);
+    for r in records {
+        out.extend_from_slice(&r.body);
+    }
+    Ok(out)
+}
+
+/// Reads [`encode_pull`]'s layout; the bodies share `answer`'s memory.
+pub fn decode_pull(answer: Bytes) -> Result<Vec<Record>, String> {
+    let short = || "a route pull answer shorter than it says".to_string();
+    let len = answer.get(..4).ok_or_else(short)?;
+    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let meta = answer
+        .get(4..)
+        .and_then(|m| m.get(..len))
+        .ok_or_else(short)?;
+    let mut records: Vec<Record> = serde_json::from_slice(meta).map_err(|e| e.to_string())?;
+    let mut at = 4 + len;
+    for r in &mut records {
+        let end = at
+            .checked_add(r.body_len)
+            .filter(|end| *end <= answer.len())
+            .ok_or_else(short)?;
+        r.body = answer.slice(at..end);
+        at = end;
+    }
+    Ok(records)
 }
 
 /// What this NameServer hears (every live broker address in a group), and the brokers that
@@ -125,26 +168,9 @@ pub fn digest(r: &Registry) -> Digest {
     }
 }
 
-/// A hash of each group's topics as routed here: their names and queues, in any order.
-fn topic_hashes(r: &Registry) -> HashMap<&str, u64> {
-    use std::hash::{Hash, Hasher};
-    let mut out: HashMap<&str, u64> = HashMap::new();
-    for (topic, queues) in r.topic_queues() {
-        for (name, q) in queues.entries() {
-            // Fixed keys: every member hashes alike.
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (topic, q).hash(&mut h);
-            let sum = out.entry(name.as_ref()).or_default();
-            *sum = sum.wrapping_add(h.finish());
-        }
-    }
-    out
-}
-
 /// The digest entry of the broker at `addr`, member `id` of the group (`cluster`, `name`).
 fn heard_of(
     r: &Registry,
-    hashes: &HashMap<&str, u64>,
     (cluster, name): (&str, &str),
     id: i64,
     addr: &str,
@@ -157,7 +183,7 @@ fn heard_of(
         id,
         version: version_of(&live.data_version),
         last_ms: live.last_update_ms,
-        topics: hashes.get(name).copied().unwrap_or(0),
+        topics: r.topics_hash(name),
         topics_ms: r.topics_changed_at(name),
     }
 }
@@ -168,7 +194,6 @@ fn version_of(dv: &rocketmq_wire::body::DataVersion) -> (i64, i64, i64) {
 }
 
 fn heard_here(r: &Registry) -> Vec<Heard> {
-    let hashes = topic_hashes(r);
     let mut out = Vec::new();
     for bd in r.groups() {
         for (id, addr) in &bd.broker_addrs {
@@ -176,7 +201,7 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
                 continue;
             };
             let group = (bd.cluster.as_str(), bd.broker_name.as_str());
-            out.push(heard_of(r, &hashes, group, *id, addr, live));
+            out.push(heard_of(r, group, *id, addr, live));
         }
     }
     out
@@ -185,7 +210,6 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
 /// The registrations of the asked brokers still heard here, in the order asked, as many as fit
 /// in [`PULL_BYTES`] (at least one).
 pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
-    let hashes = topic_hashes(r);
     let mut out = Vec::new();
     let mut bytes = 0;
     for want in asked {
@@ -223,22 +247,16 @@ pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
             },
             filter_server_list: None,
         };
-        let body = String::from_utf8_lossy(&body.encode_json()).into_owned();
+        let body = Bytes::from(body.encode_json());
         bytes += body.len();
         out.push(Record {
-            heard: heard_of(
-                r,
-                &hashes,
-                (&want.cluster, &want.name),
-                want.id,
-                &want.addr,
-                live,
-            ),
+            heard: heard_of(r, (&want.cluster, &want.name), want.id, &want.addr, live),
             ha_server_addr: live.ha_server_addr.clone(),
             timeout_ms: live.timeout_ms,
             protocol: live.version,
             acting_master: bd.enable_acting_master,
             zone: bd.zone_name.clone(),
+            body_len: body.len(),
             body,
         });
     }
@@ -263,7 +281,6 @@ impl Comparison {
 }
 
 pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
-    let hashes = topic_hashes(r);
     let mut c = Comparison::default();
     for d in &theirs.departed {
         if !r
@@ -289,7 +306,7 @@ pub fn compare(r: &Registry, theirs: &Digest) -> Comparison {
             }
             Some(live) => {
                 let version = version_of(&live.data_version);
-                let mine = hashes.get(h.name.as_str()).copied().unwrap_or(0);
+                let mine = r.topics_hash(&h.name);
                 if version < h.version
                     || (version == h.version
                         && mine != h.topics
@@ -331,6 +348,9 @@ pub struct PeerRoutes {
     connect: rocketmq_raft::Connect,
     source: Option<IpAddr>,
     standing: Mutex<BTreeMap<String, Standing>>,
+    /// Brokers (cluster, address) being pulled from some peer now: the rounds with the other
+    /// peers leave them to that pull rather than fetch the same megabytes again.
+    pulling: Mutex<HashSet<(String, String)>>,
     /// Once every peer was asked once (or the wait ran out): the tables were filled.
     filled: AtomicBool,
     started: Instant,
@@ -351,6 +371,7 @@ impl PeerRoutes {
             connect,
             source,
             standing: Mutex::new(BTreeMap::new()),
+            pulling: Mutex::new(HashSet::new()),
             filled: AtomicBool::new(false),
             started: Instant::now(),
             taken_over: AtomicU64::new(0),
@@ -394,7 +415,7 @@ impl PeerRoutes {
             let (this, state, stop) = (self.clone(), state.clone(), stop.clone());
             tokio::spawn(async move { this.follow_peer(&state, &id, &addr, stop).await });
         }
-        // Filled once every peer has answered once, or the wait ran out.
+        // Filled once every peer has answered once, or the wait ran out with no pull under way.
         loop {
             let answered = {
                 let standing = self.standing.lock();
@@ -402,12 +423,14 @@ impl PeerRoutes {
                     .iter()
                     .all(|(id, _)| standing.get(id).is_some_and(|s| s.last_exchange.is_some()))
             };
-            if answered || self.started.elapsed() >= FILL_LIMIT {
+            let waited = self.started.elapsed();
+            let pulling = !self.pulling.lock().is_empty();
+            if answered || (waited >= FILL_LIMIT && !pulling) || waited >= FILL_MAX {
                 if !answered {
                     tracing::warn!(
                         "not every peer answered within {} s of starting: serving the routes \
                          this NameServer holds",
-                        FILL_LIMIT.as_secs()
+                        waited.as_secs()
                     );
                 }
                 self.filled.store(true, Ordering::Release);
@@ -437,8 +460,10 @@ impl PeerRoutes {
                 Ok(Exchanged::Compared {
                     differences,
                     generation,
+                    left_to_others,
                 }) => {
-                    last_whole = Some((generation, Instant::now()));
+                    // What another round was pulling is compared again at the next round.
+                    last_whole = (!left_to_others).then(|| (generation, Instant::now()));
                     self.note(id, Some(differences));
                 }
                 Err(e) => {
@@ -525,7 +550,11 @@ impl PeerRoutes {
             });
             self.heard_later.fetch_add(n as u64, Ordering::Relaxed);
         }
-        let mut left: &[Heard] = &comparison.take;
+        let claim = Claim::of(&self.pulling, &comparison.take, usize::MAX);
+        let left_to_others = claim.taken.len() < comparison.take.len();
+        let mut left: &[Heard] = &claim.taken;
+        // Each batch is replayed while the next is asked for, one batch replaying at a time.
+        let mut replaying = None;
         while !left.is_empty() {
             let asked = &left[..left.len().min(PULL_MAX)];
             let body = serde_json::to_vec(asked).map_err(|e| e.to_string())?;
@@ -536,7 +565,8 @@ impl PeerRoutes {
                 )
                 .await?;
             let body = answer.body.unwrap_or_default();
-            let records: Vec<Record> = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+            let large = body.len() > crate::memory::LARGE_WORK / 4;
+            let records = decode_pull(body)?;
             // The answer covers the asked entries up to the last one it holds; those it skipped
             // before that are no longer heard there.
             let covered = records
@@ -548,25 +578,67 @@ impl PeerRoutes {
                 })
                 .map_or(asked.len(), |i| i + 1);
             left = &left[covered..];
+            self.replayed(replaying.take()).await?;
             let state = state.clone();
             let peer = addr.to_string();
-            let large = body.len() > crate::memory::LARGE_WORK / 4;
-            let taken = tokio::task::spawn_blocking(move || {
+            replaying = Some(tokio::task::spawn_blocking(move || {
                 // Megabytes of registrations decoded and replayed leave as much garbage behind.
                 let _trim = large.then_some(crate::memory::ReleaseOnDrop);
                 records
                     .iter()
                     .filter(|rec| take_over(&state, rec, &peer))
                     .count()
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-            self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
+            }));
         }
+        self.replayed(replaying).await?;
         Ok(Exchanged::Compared {
             differences,
             generation,
+            left_to_others,
         })
+    }
+}
+
+impl PeerRoutes {
+    /// Waits for a batch of pulled registrations to be replayed, and counts them.
+    async fn replayed(
+        &self,
+        replaying: Option<tokio::task::JoinHandle<usize>>,
+    ) -> Result<(), String> {
+        if let Some(replaying) = replaying {
+            let taken = replaying.await.map_err(|e| e.to_string())?;
+            self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// The brokers one round pulls, claimed from the others until it ends.
+struct Claim<'a> {
+    pulling: &'a Mutex<HashSet<(String, String)>>,
+    taken: Vec<Heard>,
+}
+
+impl<'a> Claim<'a> {
+    /// Claims up to `share` of those of `wanted` no other round is pulling.
+    fn of(pulling: &'a Mutex<HashSet<(String, String)>>, wanted: &[Heard], share: usize) -> Self {
+        let mut held = pulling.lock();
+        let taken = wanted
+            .iter()
+            .filter(|h| held.insert((h.cluster.clone(), h.addr.clone())))
+            .take(share)
+            .cloned()
+            .collect();
+        Claim { pulling, taken }
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut held = self.pulling.lock();
+        for h in &self.taken {
+            held.remove(&(h.cluster.clone(), h.addr.clone()));
+        }
     }
 }
 
@@ -586,8 +658,13 @@ fn whole_every(r: &Registry) -> Duration {
 enum Exchanged {
     /// Its routes had not changed since its last whole digest.
     Unchanged,
-    /// Its whole digest, compared: the brokers the two disagreed on, and its route generation.
-    Compared { differences: usize, generation: u64 },
+    /// Its whole digest, compared: the brokers the two disagreed on, its route generation, and
+    /// whether some of what it had were left to rounds with other peers pulling them already.
+    Compared {
+        differences: usize,
+        generation: u64,
+        left_to_others: bool,
+    },
 }
 
 /// ROUTE_DIGEST's ext fields: the asker's `since` (the generation of the asked NameServer's
@@ -661,35 +738,21 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
         .with_ext("heartbeatTimeoutMillis", rec.timeout_ms)
         .with_ext("enableActingMaster", rec.acting_master)
         .with_ext("compressed", false)
-        .with_body(rec.body.clone().into_bytes());
+        .with_body(rec.body.clone());
     if let Some(zone) = &rec.zone {
         cmd = cmd.with_ext("zoneName", zone);
     }
     match crate::handler::register_from_peer(state, &cmd) {
         Ok(()) => {
             // The peer's routes for the group, exactly: a registration at the data version held
-            // here would keep topics the peer no longer routes, and their old permissions.
-            let topics: Vec<(String, Queues)> = RegisterBrokerBody::decode(
-                Some(rec.body.as_bytes()),
-                request_version::V5_0_0,
-                false,
-                usize::MAX,
-            )
-            .map(|b| b.wrapper.topic_configs)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|tc| {
-                let queues = Queues {
-                    read: tc.read_queue_nums,
-                    write: tc.write_queue_nums,
-                    perm: tc.perm,
-                    sys_flag: tc.topic_sys_flag,
-                };
-                Some((tc.topic_name?, queues))
-            })
-            .collect();
+            // here would keep topics the peer no longer routes, and their old permissions. Read
+            // again only when the registration left the group otherwise than the peer has it.
+            let mirrored = state.routes.read(|r| r.topics_hash(&h.name)) == h.topics;
+            let topics = (!mirrored).then(|| topics_of(&rec.body));
             state.routes.change(|r| {
-                r.dated(h.topics_ms, |r| r.mirror_topics(&h.name, &topics));
+                if let Some(topics) = &topics {
+                    r.dated(h.topics_ms, |r| r.mirror_topics(&h.name, topics));
+                }
                 r.adopted_from_peer(
                     &h.cluster,
                     &h.addr,
@@ -706,6 +769,24 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
             false
         }
     }
+}
+
+/// The topics and queues of a REGISTER_BROKER JSON body.
+fn topics_of(body: &[u8]) -> Vec<(String, Queues)> {
+    RegisterBrokerBody::decode(Some(body), request_version::V5_0_0, false, usize::MAX)
+        .map(|b| b.wrapper.topic_configs)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|tc| {
+            let queues = Queues {
+                read: tc.read_queue_nums,
+                write: tc.write_queue_nums,
+                perm: tc.perm,
+                sys_flag: tc.topic_sys_flag,
+            };
+            Some((tc.topic_name?, queues))
+        })
+        .collect()
 }
 
 /// The route exchange's request codes, beside the KV group's (`kv_group::codes`).
@@ -829,6 +910,39 @@ mod tests {
             topics: 0,
             topics_ms: 0,
         }
+    }
+
+    fn record(name: &str, body: &str) -> Record {
+        Record {
+            heard: heard(name, "1.1.1.1:10911", (0, 1, 1), 5),
+            ha_server_addr: String::new(),
+            timeout_ms: 120_000,
+            protocol: 0,
+            acting_master: false,
+            zone: None,
+            body_len: body.len(),
+            body: Bytes::copy_from_slice(body.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn a_pull_answer_carries_each_body_as_it_is_and_a_short_one_is_refused() {
+        let records = [
+            record("a", r#"{"topicConfigSerializeWrapper":{}}"#),
+            record("b", ""),
+        ];
+        let answer = Bytes::from(encode_pull(&records).unwrap());
+        let read = decode_pull(answer.clone()).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read[0].body, records[0].body);
+        assert_eq!(read[1].heard.name, "b");
+        assert!(read[1].body.is_empty());
+        for cut in [0, 3, 10, answer.len() - 1] {
+            assert!(decode_pull(answer.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut lying = answer.to_vec();
+        lying[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_pull(Bytes::from(lying)).is_err());
     }
 
     #[test]

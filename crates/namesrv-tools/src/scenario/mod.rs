@@ -3,6 +3,7 @@
 pub mod agreement;
 pub mod kv_writes;
 pub mod mixed;
+pub mod refill;
 pub mod register;
 pub mod restarts;
 pub mod route;

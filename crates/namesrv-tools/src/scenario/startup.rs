@@ -25,7 +25,7 @@ pub async fn run(args: &StartupArgs) -> anyhow::Result<serde_json::Value> {
     for _ in 0..args.runs.max(1) {
         wait_port_free(&args.addr).await?;
         let started = Instant::now();
-        let mut child = spawn(args)?;
+        let mut child = spawn(&args.command, &args.log)?;
         let outcome = time_first_route(&args.addr, &mut child, started).await;
         if outcome.is_ok() {
             tokio::time::sleep(Duration::from_secs_f64(args.settle_secs)).await;
@@ -44,7 +44,8 @@ pub async fn run(args: &StartupArgs) -> anyhow::Result<serde_json::Value> {
     }))
 }
 
-fn spawn(args: &StartupArgs) -> anyhow::Result<Child> {
+/// Starts `command`, its output appended to `log` (or dropped).
+pub(super) fn spawn(command: &[String], log: &Option<std::path::PathBuf>) -> anyhow::Result<Child> {
     let output = |log: &Option<std::path::PathBuf>| -> anyhow::Result<Stdio> {
         Ok(match log {
             Some(path) => OpenOptions::new()
@@ -56,13 +57,13 @@ fn spawn(args: &StartupArgs) -> anyhow::Result<Child> {
             None => Stdio::null(),
         })
     };
-    Command::new(&args.command[0])
-        .args(&args.command[1..])
+    Command::new(&command[0])
+        .args(&command[1..])
         .stdin(Stdio::null())
-        .stdout(output(&args.log)?)
-        .stderr(output(&args.log)?)
+        .stdout(output(log)?)
+        .stderr(output(log)?)
         .spawn()
-        .with_context(|| format!("starting {}", args.command[0]))
+        .with_context(|| format!("starting {}", command[0]))
 }
 
 /// Polls until a route request is answered (any code: an empty server answers TOPIC_NOT_EXIST).
@@ -88,7 +89,7 @@ async fn time_first_route(
 }
 
 /// The previous run's server may still hold the port for a moment after being killed.
-async fn wait_port_free(addr: &str) -> anyhow::Result<()> {
+pub(super) async fn wait_port_free(addr: &str) -> anyhow::Result<()> {
     let started = Instant::now();
     while TcpStream::connect(addr).await.is_ok() {
         anyhow::ensure!(

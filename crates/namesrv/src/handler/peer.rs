@@ -51,7 +51,7 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             let records = state.routes.read(|reg| peer_routes::records(reg, &asked));
-            let body = serde_json::to_vec(&records)?;
+            let body = peer_routes::encode_pull(&records)?;
             drop(records);
             // An answer of megabytes leaves as much garbage in glibc's arenas.
             let _trim = (body.len() > crate::memory::LARGE_WORK / 4)

@@ -51,6 +51,12 @@ impl TopicQueues {
         Some(&self.0[i].1)
     }
 
+    /// A group's queues with the registry's shared name of the group.
+    pub fn entry(&self, broker_name: &str) -> Option<(Arc<str>, Queues)> {
+        let i = self.position(broker_name).ok()?;
+        Some((self.0[i].0.clone(), self.0[i].1))
+    }
+
     /// Sets a group's permission; returns whether it changed.
     pub fn set_perm(&mut self, broker_name: &str, perm: i32) -> bool {
         let Ok(i) = self.position(broker_name) else {

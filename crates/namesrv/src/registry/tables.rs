@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rocketmq_wire::body::{BrokerData, ClusterInfo, DataVersion, TopicQueueMappingInfo};
 
-use super::queues::TopicQueues;
+use super::queues::{Queues, TopicQueues};
 use super::registration::LastRegistration;
 use super::topic_table::{TopicSnapshot, TopicTable};
 use crate::events::{Event, TopicTally};
@@ -48,8 +48,10 @@ pub struct BrokerLive {
 /// What mutations since the last [`Registry::take_changes`] changed, as the caches see it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Changes {
-    /// Topics whose route (queues, mappings) changed.
-    pub topics: BTreeSet<String>,
+    /// Topics whose route (queues, mappings) changed. Hashed, not ordered: a table of 100k
+    /// topics taken whole inserts each, and names sharing long prefixes make an ordered set
+    /// compare bytes for most of that time.
+    pub topics: foldhash::HashSet<String>,
     /// Something every route that shows a group may show: its addresses, settings or filter
     /// servers. Rare (brokers joining, leaving, failing over), so not tracked by topic.
     pub shared: bool,
@@ -95,11 +97,29 @@ pub struct Registry {
     /// When each group's topics last changed here (or where a peer's word of them came from):
     /// peers holding the same data version but other topics take the later (`peer_routes`).
     pub(super) topics_changed_ms: HashMap<String, i64>,
+    /// Per group, a hash of its topics and their queues, kept as they change: what peers
+    /// compare their groups by (`peer_routes`), which a scan of the table would cost
+    /// milliseconds per look at 100k topics.
+    pub(super) topic_sums: HashMap<Arc<str>, u64>,
     /// The time the mutation under way dates its changes from, when not now.
     pub(super) dating: Option<i64>,
     /// The mutation under way is an admin change applied late (made while this member was
     /// down): groups whose topics changed since it was made are left alone.
     pub(super) late: bool,
+}
+
+/// One topic's queues of a group as the group's hash counts them: the same on every member,
+/// whatever its build (no per-process seed, no dependence on std's hasher).
+pub(super) fn entry_hash(topic: &str, q: &Queues) -> u64 {
+    let mut queues = [0u8; 16];
+    for (i, n) in [q.read, q.write, q.perm, q.sys_flag]
+        .into_iter()
+        .enumerate()
+    {
+        queues[i * 4..i * 4 + 4].copy_from_slice(&n.to_le_bytes());
+    }
+    let seed = xxhash_rust::xxh3::xxh3_64(&queues);
+    xxhash_rust::xxh3::xxh3_64_with_seed(topic.as_bytes(), seed)
 }
 
 pub(super) fn key(cluster: &str, addr: &str) -> BrokerAddrKey {
@@ -304,6 +324,31 @@ impl Registry {
     /// peer has of them.
     pub fn undate_topics(&mut self) {
         self.topics_changed_ms.clear();
+    }
+
+    /// A hash of the group's topics and their queues, in any order; 0 for a group with none.
+    pub fn topics_hash(&self, broker_name: &str) -> u64 {
+        self.topic_sums.get(broker_name).copied().unwrap_or(0)
+    }
+
+    /// Moves the group's hash from `old` to `new` queues of `topic`.
+    pub(super) fn rehash(
+        &mut self,
+        broker_name: &Arc<str>,
+        topic: &str,
+        old: Option<Queues>,
+        new: Option<Queues>,
+    ) {
+        let sum = self.topic_sums.entry(broker_name.clone()).or_default();
+        if let Some(old) = old {
+            *sum = sum.wrapping_sub(entry_hash(topic, &old));
+        }
+        if let Some(new) = new {
+            *sum = sum.wrapping_add(entry_hash(topic, &new));
+        }
+        if *sum == 0 {
+            self.topic_sums.remove(broker_name);
+        }
     }
 
     /// When the group's topics last changed here, as peers compare them.

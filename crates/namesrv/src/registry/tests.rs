@@ -552,6 +552,8 @@ enum Step {
     DeleteTopic(usize),
     WritePerm(usize, bool),
     RegisterTopic(usize, usize, i32),
+    /// A peer's word of a group's topics (`peer_routes`).
+    Mirror(usize, Vec<(usize, i32)>),
     Extras,
     Read(usize, bool),
 }
@@ -566,6 +568,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..5usize).prop_map(Step::DeleteTopic),
         1 => (0..3usize, any::<bool>()).prop_map(|(g, wipe)| Step::WritePerm(g, wipe)),
         1 => (0..5usize, 0..3usize, 1..4i32).prop_map(|(t, g, q)| Step::RegisterTopic(t, g, q)),
+        1 => (0..3usize, prop::collection::vec((0..5usize, 1..4i32), 0..5)).prop_map(|(g, topics)| Step::Mirror(g, topics)),
         1 => Just(Step::Extras),
         4 => (0..5usize, any::<bool>()).prop_map(|(t, standard)| Step::Read(t, standard)),
     ]
@@ -682,6 +685,13 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
         Step::WritePerm(g, wipe) => {
             table.change(|r| r.change_write_perm(GROUPS[g], wipe));
         }
+        Step::Mirror(g, ref topics) => {
+            let topics: Vec<(String, super::Queues)> = topics
+                .iter()
+                .map(|&(t, q)| (TOPICS[t].to_string(), super::queues::rw(q)))
+                .collect();
+            table.change(|r| r.mirror_topics(GROUPS[g], &topics));
+        }
         Step::RegisterTopic(t, g, q) => {
             let qd = rocketmq_wire::body::QueueData {
                 broker_name: GROUPS[g].into(),
@@ -708,6 +718,8 @@ proptest! {
             take_step(&table, &step, &mut now, None);
             let alive = table.read(Registry::members_are_alive);
             prop_assert!(alive.is_ok(), "{:?}", alive);
+            let (kept, counted) = table.read(|r| (kept_topic_hashes(r), counted_topic_hashes(r)));
+            prop_assert_eq!(kept, counted, "group hashes after {:?}", step);
             for topic in TOPICS {
                 for standard in [true, false] {
                     let cached = table.route_body(topic, style(standard), extras);
@@ -722,6 +734,33 @@ proptest! {
     fn registrations_applied_as_differences_leave_the_routes_of_whole_ones(steps in prop::collection::vec(step(), 1..80)) {
         differences_agree_with_whole_reads(&steps)?;
     }
+}
+
+/// Every group's topic hash as the registry keeps it through changes.
+fn kept_topic_hashes(r: &Registry) -> BTreeMap<String, u64> {
+    let names: std::collections::BTreeSet<String> = r
+        .topic_queues()
+        .flat_map(|(_, q)| q.iter().map(|(name, _)| name.to_string()))
+        .chain(r.groups().map(|bd| bd.broker_name.clone()))
+        .collect();
+    names
+        .into_iter()
+        .map(|n| (n.clone(), r.topics_hash(&n)))
+        .filter(|(_, h)| *h != 0)
+        .collect()
+}
+
+/// Every group's topic hash counted from the table as it is.
+fn counted_topic_hashes(r: &Registry) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for (topic, queues) in r.topic_queues() {
+        for (name, q) in queues.iter() {
+            let sum = out.entry(name.to_string()).or_default();
+            *sum = sum.wrapping_add(super::tables::entry_hash(topic, q));
+        }
+    }
+    out.retain(|_, h| *h != 0);
+    out
 }
 
 /// Plays `steps` on two tables, one reading every registration whole and one reading each as

@@ -52,18 +52,22 @@ impl Registry {
     ) -> bool {
         // Looked up by reference first: re-registrations mostly touch known topics, and an
         // owned key for each would cost an allocation per topic.
-        let changed = match self.topics.get_mut(topic) {
-            Some(slot) => slot.set(broker_name, queues),
+        let (changed, old) = match self.topics.get_mut(topic) {
+            Some(slot) => {
+                let old = slot.get(broker_name).copied();
+                (slot.set(broker_name, queues), old)
+            }
             None => {
                 let mut slot = TopicQueues::default();
                 slot.set(broker_name, queues);
                 self.topics.insert(topic, slot);
                 self.changes.topic_list = true;
                 self.created.add(topic);
-                true
+                (true, None)
             }
         };
         if changed {
+            self.rehash(broker_name, topic, old, Some(queues));
             self.changes.topics.insert(topic.to_string());
         }
         changed
@@ -103,10 +107,13 @@ impl Registry {
         let Some(queues) = self.topics.get_mut(topic) else {
             return false;
         };
-        if !queues.remove(broker_name) {
+        let Some((name, old)) = queues.entry(broker_name) else {
             return false;
-        }
-        if queues.is_empty() {
+        };
+        queues.remove(broker_name);
+        let emptied = queues.is_empty();
+        self.rehash(&name, topic, Some(old), None);
+        if emptied {
             self.topics.remove(topic);
             self.changes.topic_list = true;
             self.removed.add(topic);
@@ -117,14 +124,18 @@ impl Registry {
 
     /// Changes a group's permission on a topic.
     pub(super) fn set_perm(&mut self, topic: &str, broker_name: &str, perm: i32) -> bool {
-        let changed = self
-            .topics
-            .get_mut(topic)
-            .is_some_and(|q| q.set_perm(broker_name, perm));
-        if changed {
-            self.changes.topics.insert(topic.to_string());
+        let Some(queues) = self.topics.get_mut(topic) else {
+            return false;
+        };
+        let Some((name, old)) = queues.entry(broker_name) else {
+            return false;
+        };
+        if !queues.set_perm(broker_name, perm) {
+            return false;
         }
-        changed
+        self.rehash(&name, topic, Some(old), Some(Queues { perm, ..old }));
+        self.changes.topics.insert(topic.to_string());
+        true
     }
 
     /// Sets (wipe) or restores (add) write permission on every topic of a broker group;
