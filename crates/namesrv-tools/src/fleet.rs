@@ -559,6 +559,24 @@ impl Fleet {
     }
 }
 
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body; consoles poll it, and at 100k+ topics it is
+/// megabytes.
+pub async fn topic_list(client: &Client) -> anyhow::Result<bytes::Bytes> {
+    const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+    let resp = client
+        .invoke(
+            RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+            TOPIC_LIST_TIMEOUT,
+        )
+        .await?;
+    anyhow::ensure!(
+        resp.code == response::SUCCESS,
+        "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
+        resp.code
+    );
+    Ok(resp.body.unwrap_or_default())
+}
+
 /// Counts the broker addresses GET_BROKER_CLUSTER_INFO lists.
 pub async fn cluster_members(client: &Client) -> anyhow::Result<usize> {
     let resp = client

@@ -225,7 +225,11 @@ pub async fn run(
     if let Some(routes) = &peer_routes {
         metrics.watch_peer_routes(routes.clone());
     }
-    let routes = RouteTable::with_registry(restored.routes);
+    let mut registry = restored.routes;
+    if peer_routes.is_some() {
+        registry.hash_topics();
+    }
+    let routes = RouteTable::with_registry(registry);
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),

@@ -550,7 +550,7 @@ impl PeerRoutes {
             });
             self.heard_later.fetch_add(n as u64, Ordering::Relaxed);
         }
-        let claim = Claim::of(&self.pulling, &comparison.take, usize::MAX);
+        let claim = Claim::of(&self.pulling, &comparison.take);
         let left_to_others = claim.taken.len() < comparison.take.len();
         let mut left: &[Heard] = &claim.taken;
         // Each batch is replayed while the next is asked for, one batch replaying at a time.
@@ -599,20 +599,6 @@ impl PeerRoutes {
     }
 }
 
-impl PeerRoutes {
-    /// Waits for a batch of pulled registrations to be replayed, and counts them.
-    async fn replayed(
-        &self,
-        replaying: Option<tokio::task::JoinHandle<usize>>,
-    ) -> Result<(), String> {
-        if let Some(replaying) = replaying {
-            let taken = replaying.await.map_err(|e| e.to_string())?;
-            self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
 /// The brokers one round pulls, claimed from the others until it ends.
 struct Claim<'a> {
     pulling: &'a Mutex<HashSet<(String, String)>>,
@@ -620,13 +606,13 @@ struct Claim<'a> {
 }
 
 impl<'a> Claim<'a> {
-    /// Claims up to `share` of those of `wanted` no other round is pulling.
-    fn of(pulling: &'a Mutex<HashSet<(String, String)>>, wanted: &[Heard], share: usize) -> Self {
+    /// Claims those of `wanted` no other round is pulling. One round takes all it can, not a
+    /// share: on a few cores, pulls from two peers at once only contend.
+    fn of(pulling: &'a Mutex<HashSet<(String, String)>>, wanted: &[Heard]) -> Self {
         let mut held = pulling.lock();
         let taken = wanted
             .iter()
             .filter(|h| held.insert((h.cluster.clone(), h.addr.clone())))
-            .take(share)
             .cloned()
             .collect();
         Claim { pulling, taken }
@@ -687,6 +673,18 @@ pub fn digest_since(state: &State, since: Option<u64>) -> Option<(Digest, u64)> 
 }
 
 impl PeerRoutes {
+    /// Waits for a batch of pulled registrations to be replayed, and counts them.
+    async fn replayed(
+        &self,
+        replaying: Option<tokio::task::JoinHandle<usize>>,
+    ) -> Result<(), String> {
+        if let Some(replaying) = replaying {
+            let taken = replaying.await.map_err(|e| e.to_string())?;
+            self.taken_over.fetch_add(taken as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// One request to a peer, its answer's whole frame counted as received.
     async fn call(
         &self,

@@ -5,15 +5,11 @@
 use std::time::{Duration, Instant};
 
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::RemotingCommand;
 use serde_json::json;
 
 use super::{measure, route_load, rss_kib};
 use crate::cli::MixedArgs;
 use crate::fleet::{cluster_members, Background, ChangePolicy, Fleet};
-
-const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
     let addr = &args.target.addr;
@@ -97,17 +93,7 @@ async fn topic_list_polls(addr: &str, period: Duration) -> anyhow::Result<Backgr
         let client = client.clone();
         async move {
             let started = Instant::now();
-            let resp = client
-                .invoke(
-                    RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
-                    TOPIC_LIST_TIMEOUT,
-                )
-                .await?;
-            anyhow::ensure!(
-                resp.code == response::SUCCESS,
-                "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
-                resp.code
-            );
+            crate::fleet::topic_list(&client).await?;
             Ok(started.elapsed())
         }
     });

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rocketmq_wire::body::TopicList;
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
+use rocketmq_wire::codes::response;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
-use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -131,22 +130,8 @@ async fn differences(
 }
 
 async fn topic_count(client: &Client) -> anyhow::Result<usize> {
-    let answer = client
-        .invoke(
-            RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
-            TIMEOUT,
-        )
-        .await?;
-    anyhow::ensure!(
-        answer.code == response::SUCCESS,
-        "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
-        answer.code
-    );
-    Ok(
-        TopicList::decode(answer.body.as_deref().unwrap_or_default())?
-            .topic_list
-            .len(),
-    )
+    let body = crate::fleet::topic_list(client).await?;
+    Ok(TopicList::decode(&body)?.topic_list.len())
 }
 
 /// `topic`'s route with its lists in broker-name order (`None`: not routed).

@@ -5,16 +5,12 @@ use std::time::{Duration, Instant};
 
 use rocketmq_wire::body::TopicList;
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::RemotingCommand;
 use serde_json::json;
 
 use super::{measure, route_load, rss_kib};
 use crate::cli::RouteArgs;
 use crate::fleet::Fleet;
 use crate::stats::{median, Latency};
-
-const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<serde_json::Value> {
     let addr = &args.target.addr;
@@ -68,21 +64,10 @@ async fn topic_list(addr: &str, runs: usize, expected: usize) -> anyhow::Result<
     let mut body_bytes = 0;
     for _ in 0..runs {
         let started = Instant::now();
-        let resp = client
-            .invoke(
-                RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
-                TOPIC_LIST_TIMEOUT,
-            )
-            .await?;
+        let body = crate::fleet::topic_list(&client).await?;
         let elapsed = started.elapsed();
-        anyhow::ensure!(
-            resp.code == response::SUCCESS,
-            "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
-            resp.code
-        );
         latency.record(elapsed);
         millis.push(elapsed.as_secs_f64() * 1000.0);
-        let body = resp.body.unwrap_or_default();
         body_bytes = body.len();
         listed = TopicList::decode(&body)?.topic_list.len();
     }

@@ -97,10 +97,11 @@ pub struct Registry {
     /// When each group's topics last changed here (or where a peer's word of them came from):
     /// peers holding the same data version but other topics take the later (`peer_routes`).
     pub(super) topics_changed_ms: HashMap<String, i64>,
-    /// Per group, a hash of its topics and their queues, kept as they change: what peers
-    /// compare their groups by (`peer_routes`), which a scan of the table would cost
-    /// milliseconds per look at 100k topics.
-    pub(super) topic_sums: HashMap<Arc<str>, u64>,
+    /// Per group, a hash of its topics and their queues, kept as they change once
+    /// [`Registry::hash_topics`] is called: what peers compare their groups by (`peer_routes`),
+    /// which a scan of the table would cost milliseconds per look at 100k topics. A NameServer
+    /// without peers keeps none.
+    pub(super) topic_sums: Option<HashMap<Arc<str>, u64>>,
     /// The time the mutation under way dates its changes from, when not now.
     pub(super) dating: Option<i64>,
     /// The mutation under way is an admin change applied late (made while this member was
@@ -326,9 +327,27 @@ impl Registry {
         self.topics_changed_ms.clear();
     }
 
-    /// A hash of the group's topics and their queues, in any order; 0 for a group with none.
+    /// Keeps every group's topic hash from now on, counted from the table as it is.
+    pub fn hash_topics(&mut self) {
+        let mut sums: HashMap<Arc<str>, u64> = HashMap::new();
+        for (topic, queues) in self.topics.iter() {
+            for (name, q) in queues.entries() {
+                let sum = sums.entry(name.clone()).or_default();
+                *sum = sum.wrapping_add(entry_hash(topic, q));
+            }
+        }
+        sums.retain(|_, sum| *sum != 0);
+        self.topic_sums = Some(sums);
+    }
+
+    /// A hash of the group's topics and their queues, in any order; 0 for a group with none, or
+    /// before [`Registry::hash_topics`].
     pub fn topics_hash(&self, broker_name: &str) -> u64 {
-        self.topic_sums.get(broker_name).copied().unwrap_or(0)
+        self.topic_sums
+            .as_ref()
+            .and_then(|sums| sums.get(broker_name))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Moves the group's hash from `old` to `new` queues of `topic`.
@@ -339,7 +358,10 @@ impl Registry {
         old: Option<Queues>,
         new: Option<Queues>,
     ) {
-        let sum = self.topic_sums.entry(broker_name.clone()).or_default();
+        let Some(sums) = &mut self.topic_sums else {
+            return;
+        };
+        let sum = sums.entry(broker_name.clone()).or_default();
         if let Some(old) = old {
             *sum = sum.wrapping_sub(entry_hash(topic, &old));
         }
@@ -347,7 +369,7 @@ impl Registry {
             *sum = sum.wrapping_add(entry_hash(topic, &new));
         }
         if *sum == 0 {
-            self.topic_sums.remove(broker_name);
+            sums.remove(broker_name);
         }
     }
 
