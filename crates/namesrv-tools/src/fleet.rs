@@ -563,34 +563,31 @@ impl Fleet {
 /// megabytes.
 pub async fn topic_list(client: &Client) -> anyhow::Result<bytes::Bytes> {
     const TOPIC_LIST_TIMEOUT: Duration = Duration::from_secs(30);
-    let resp = client
-        .invoke(
-            RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
-            TOPIC_LIST_TIMEOUT,
-        )
-        .await?;
+    let ask = RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+    let resp = client.invoke(ask, TOPIC_LIST_TIMEOUT).await?;
+    let body = resp.body.clone().unwrap_or_default();
+    expect_success(resp, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER")?;
+    Ok(body)
+}
+
+/// Fails unless `resp` is SUCCESS, saying what answered otherwise and why.
+pub fn expect_success(resp: RemotingCommand, what: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         resp.code == response::SUCCESS,
-        "GET_ALL_TOPIC_LIST_FROM_NAMESERVER answered {}",
-        resp.code
+        "{what} answered {}: {}",
+        resp.code,
+        resp.remark.unwrap_or_default()
     );
-    Ok(resp.body.unwrap_or_default())
+    Ok(())
 }
 
 /// Counts the broker addresses GET_BROKER_CLUSTER_INFO lists.
 pub async fn cluster_members(client: &Client) -> anyhow::Result<usize> {
-    let resp = client
-        .invoke(
-            RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO),
-            POLL_TIMEOUT,
-        )
-        .await?;
-    anyhow::ensure!(
-        resp.code == response::SUCCESS,
-        "GET_BROKER_CLUSTER_INFO answered {}",
-        resp.code
-    );
-    let info = ClusterInfo::decode(resp.body.as_deref().unwrap_or_default())?;
+    let ask = RemotingCommand::request(request::GET_BROKER_CLUSTER_INFO);
+    let resp = client.invoke(ask, POLL_TIMEOUT).await?;
+    let body = resp.body.clone().unwrap_or_default();
+    expect_success(resp, "GET_BROKER_CLUSTER_INFO")?;
+    let info = ClusterInfo::decode(&body)?;
     Ok(info
         .broker_addr_table
         .values()

@@ -16,11 +16,11 @@ use rocketmq_wire::codes::response;
 use rocketmq_wire::headers::{
     GetRouteInfoHeader, RegisterBrokerHeader, RequestHeader, UnregisterBrokerHeader,
 };
-use rocketmq_wire::RemotingCommand;
 use serde_json::json;
 
 use crate::broker_body::encode_table;
 use crate::cli::{BodyForm, RestartArgs, RestartVariant};
+use crate::fleet::expect_success;
 use crate::stats::Latency;
 
 const CLUSTER: &str = "RestartCluster";
@@ -234,14 +234,4 @@ impl RestartingBroker {
             .iter()
             .any(|bd| bd.broker_name == self.name && bd.broker_addrs.get(&0) == Some(&self.addr)))
     }
-}
-
-fn expect_success(resp: RemotingCommand, what: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        resp.code == response::SUCCESS,
-        "{what} answered {}: {}",
-        resp.code,
-        resp.remark.unwrap_or_default()
-    );
-    Ok(())
 }

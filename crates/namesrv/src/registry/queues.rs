@@ -51,46 +51,40 @@ impl TopicQueues {
         Some(&self.0[i].1)
     }
 
-    /// A group's queues with the registry's shared name of the group.
-    pub fn entry(&self, broker_name: &str) -> Option<(Arc<str>, Queues)> {
+    /// Sets a group's permission; when that changed it, the group's entry as it was.
+    pub fn set_perm(&mut self, broker_name: &str, perm: i32) -> Option<(Arc<str>, Queues)> {
         let i = self.position(broker_name).ok()?;
-        Some((self.0[i].0.clone(), self.0[i].1))
-    }
-
-    /// Sets a group's permission; returns whether it changed.
-    pub fn set_perm(&mut self, broker_name: &str, perm: i32) -> bool {
-        let Ok(i) = self.position(broker_name) else {
-            return false;
-        };
-        std::mem::replace(&mut self.0[i].1.perm, perm) != perm
+        let (name, queues) = &mut self.0[i];
+        let before = *queues;
+        (std::mem::replace(&mut queues.perm, perm) != perm).then(|| (name.clone(), before))
     }
 
     pub fn contains(&self, broker_name: &str) -> bool {
         self.position(broker_name).is_ok()
     }
 
-    /// Sets a group's queues; returns whether anything changed.
-    pub fn set(&mut self, broker_name: &Arc<str>, queues: Queues) -> bool {
+    /// Sets a group's queues: `None` if that changed nothing, else what the group had before
+    /// (`Some(None)`: it was not listed).
+    pub fn set(&mut self, broker_name: &Arc<str>, queues: Queues) -> Option<Option<Queues>> {
         match self.position(broker_name) {
-            Ok(i) => std::mem::replace(&mut self.0[i].1, queues) != queues,
+            Ok(i) => {
+                let before = std::mem::replace(&mut self.0[i].1, queues);
+                (before != queues).then_some(Some(before))
+            }
             Err(i) => {
                 // Topics rarely gain groups after their first registrations: exact growth
                 // keeps a vector per topic from carrying spare slots.
                 self.0.reserve_exact(1);
                 self.0.insert(i, (broker_name.clone(), queues));
-                true
+                Some(None)
             }
         }
     }
 
-    pub fn remove(&mut self, broker_name: &str) -> bool {
-        match self.position(broker_name) {
-            Ok(i) => {
-                self.0.remove(i);
-                true
-            }
-            Err(_) => false,
-        }
+    /// Takes a group out; its entry, if it was listed.
+    pub fn remove(&mut self, broker_name: &str) -> Option<(Arc<str>, Queues)> {
+        let i = self.position(broker_name).ok()?;
+        Some(self.0.remove(i))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -134,16 +128,16 @@ mod tests {
     fn keeps_groups_sorted_and_reports_changes() {
         let mut t = TopicQueues::default();
         let (a, b, c): (Arc<str>, Arc<str>, Arc<str>) = ("a".into(), "b".into(), "c".into());
-        assert!(t.set(&c, q(8)));
-        assert!(t.set(&a, q(8)));
-        assert!(t.set(&b, q(4)));
-        assert!(!t.set(&b, q(4)), "same queues again is no change");
-        assert!(t.set(&b, q(8)));
+        assert_eq!(t.set(&c, q(8)), Some(None));
+        assert_eq!(t.set(&a, q(8)), Some(None));
+        assert_eq!(t.set(&b, q(4)), Some(None));
+        assert_eq!(t.set(&b, q(4)), None, "same queues again is no change");
+        assert_eq!(t.set(&b, q(8)), Some(Some(q(4))));
         let names: Vec<&str> = t.iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["a", "b", "c"]);
         assert_eq!(t.get("b"), Some(&q(8)));
-        assert!(t.remove("a"));
-        assert!(!t.remove("a"));
+        assert_eq!(t.remove("a"), Some((a.clone(), q(8))));
+        assert_eq!(t.remove("a"), None);
         assert!(!t.contains("a") && t.contains("c"));
         assert_eq!(t.to_queue_datas()[0], q(8).to_queue_data("b"));
     }

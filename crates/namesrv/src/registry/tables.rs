@@ -111,7 +111,7 @@ pub struct Registry {
 
 /// One topic's queues of a group as the group's hash counts them: the same on every member,
 /// whatever its build (no per-process seed, no dependence on std's hasher).
-pub(super) fn entry_hash(topic: &str, q: &Queues) -> u64 {
+fn entry_hash(topic: &str, q: &Queues) -> u64 {
     let mut queues = [0u8; 16];
     for (i, n) in [q.read, q.write, q.perm, q.sys_flag]
         .into_iter()
@@ -329,6 +329,11 @@ impl Registry {
 
     /// Keeps every group's topic hash from now on, counted from the table as it is.
     pub fn hash_topics(&mut self) {
+        self.topic_sums = Some(self.counted_topic_sums());
+    }
+
+    /// Every group's topic hash, counted from the table (none that is 0).
+    pub(super) fn counted_topic_sums(&self) -> HashMap<Arc<str>, u64> {
         let mut sums: HashMap<Arc<str>, u64> = HashMap::new();
         for (topic, queues) in self.topics.iter() {
             for (name, q) in queues.entries() {
@@ -337,7 +342,7 @@ impl Registry {
             }
         }
         sums.retain(|_, sum| *sum != 0);
-        self.topic_sums = Some(sums);
+        sums
     }
 
     /// A hash of the group's topics and their queues, in any order; 0 for a group with none, or

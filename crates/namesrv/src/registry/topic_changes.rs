@@ -52,25 +52,23 @@ impl Registry {
     ) -> bool {
         // Looked up by reference first: re-registrations mostly touch known topics, and an
         // owned key for each would cost an allocation per topic.
-        let (changed, old) = match self.topics.get_mut(topic) {
-            Some(slot) => {
-                let old = slot.get(broker_name).copied();
-                (slot.set(broker_name, queues), old)
-            }
+        let before = match self.topics.get_mut(topic) {
+            Some(slot) => slot.set(broker_name, queues),
             None => {
                 let mut slot = TopicQueues::default();
                 slot.set(broker_name, queues);
                 self.topics.insert(topic, slot);
                 self.changes.topic_list = true;
                 self.created.add(topic);
-                (true, None)
+                Some(None)
             }
         };
-        if changed {
-            self.rehash(broker_name, topic, old, Some(queues));
-            self.changes.topics.insert(topic.to_string());
-        }
-        changed
+        let Some(before) = before else {
+            return false;
+        };
+        self.rehash(broker_name, topic, before, Some(queues));
+        self.changes.topics.insert(topic.to_string());
+        true
     }
 
     /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
@@ -107,10 +105,9 @@ impl Registry {
         let Some(queues) = self.topics.get_mut(topic) else {
             return false;
         };
-        let Some((name, old)) = queues.entry(broker_name) else {
+        let Some((name, old)) = queues.remove(broker_name) else {
             return false;
         };
-        queues.remove(broker_name);
         let emptied = queues.is_empty();
         self.rehash(&name, topic, Some(old), None);
         if emptied {
@@ -124,15 +121,13 @@ impl Registry {
 
     /// Changes a group's permission on a topic.
     pub(super) fn set_perm(&mut self, topic: &str, broker_name: &str, perm: i32) -> bool {
-        let Some(queues) = self.topics.get_mut(topic) else {
+        let Some((name, old)) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|q| q.set_perm(broker_name, perm))
+        else {
             return false;
         };
-        let Some((name, old)) = queues.entry(broker_name) else {
-            return false;
-        };
-        if !queues.set_perm(broker_name, perm) {
-            return false;
-        }
         self.rehash(&name, topic, Some(old), Some(Queues { perm, ..old }));
         self.changes.topics.insert(topic.to_string());
         true
