@@ -215,24 +215,6 @@ fn admin_change(state: &State, op: crate::kv_group::AdminOp) -> Result<i64, Syst
     }
 }
 
-/// Applies a peer's registration of a broker (`peer_routes`) as REGISTER_BROKER of no
-/// connection; the signature check does not apply (the NameServer that took it made it).
-pub fn register_from_peer(state: &State, cmd: &RemotingCommand) -> Result<(), String> {
-    let origin = Origin {
-        conn: crate::peer_routes::PEER_CONNECTION,
-        peer: IpAddr::from([0, 0, 0, 0]),
-    };
-    match broker::register(state, origin, cmd) {
-        Ok(answer) if answer.code == resp::SUCCESS => Ok(()),
-        Ok(answer) => Err(format!(
-            "answered {}: {}",
-            answer.code,
-            answer.remark.unwrap_or_default()
-        )),
-        Err(SystemError(why)) => Err(why),
-    }
-}
-
 fn success(r: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(r, resp::SUCCESS)
 }

@@ -51,12 +51,7 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             let records = state.routes.read(|reg| peer_routes::records(reg, &asked));
-            let body = peer_routes::encode_pull(&records)?;
-            drop(records);
-            // An answer of megabytes leaves as much garbage in glibc's arenas.
-            let _trim = (body.len() > crate::memory::LARGE_WORK / 4)
-                .then_some(crate::memory::ReleaseOnDrop);
-            ok().with_body(body)
+            ok().with_body(peer_routes::encode_pull(&records)?)
         }
         codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),
         _ => handle.block_on(group.serve_raft(r)),

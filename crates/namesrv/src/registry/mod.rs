@@ -222,11 +222,17 @@ impl RouteTable {
         if changes.is_empty() {
             return;
         }
-        for topic in &changes.topics {
-            self.standard.remove(topic.as_str());
-            self.fastjson.remove(topic.as_str());
+        for cache in [&self.standard, &self.fastjson] {
+            // A member filling its tables from peers changes a million entries before any route
+            // is cached.
+            if cache.is_empty() {
+                continue;
+            }
+            for topic in &changes.topics {
+                cache.remove(topic.as_str());
+            }
         }
-        if changes.shared {
+        if changes.shared || changes.all_topics {
             self.shared.fetch_add(1, Ordering::AcqRel);
         }
         if changes.cluster_info {
@@ -322,6 +328,47 @@ impl RouteTable {
         }
         self.settle(&mut registry);
         Some((outcome, notice))
+    }
+
+    /// A peer's registration of a broker (`peer_routes`): the broker joins its group as the
+    /// peer holds it, with no topics read from a body; the group's topics become exactly
+    /// `topics`, dated `topics_ms` (when they changed where the word comes from); and the broker
+    /// is dated `last_ms`, when the peer last heard it. Which topics change is worked out while
+    /// route lookups go on, as for a registration.
+    pub fn adopt(
+        &self,
+        reg: Registration,
+        topics: &[(&str, Queues)],
+        notify_min_id: bool,
+        (last_ms, topics_ms): (i64, i64),
+    ) -> (RegisterOutcome, Option<MinIdNotice>) {
+        let registry = self.registry.upgradable_read();
+        let plan = registry.plan_mirror(&reg.from.broker_name, topics);
+        let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
+        let Registrant {
+            cluster,
+            broker_addr,
+            broker_name,
+            conn,
+            ..
+        } = &reg.from;
+        let (cluster, addr, name, conn) = (
+            cluster.clone(),
+            broker_addr.clone(),
+            broker_name.clone(),
+            *conn,
+        );
+        let policy = RegisterPolicy {
+            notify_min_id,
+            delete_unlisted_topics: false,
+        };
+        let (outcome, notice) = registry.register(reg, registration::TopicPlan::default(), policy);
+        if matches!(outcome, RegisterOutcome::Registered { .. }) {
+            registry.dated(topics_ms, |r| r.apply_mirror(&name, topics, plan));
+            registry.adopted_from_peer(&cluster, &addr, conn, last_ms, (&name, topics_ms));
+        }
+        self.settle(&mut registry);
+        (outcome, notice)
     }
 
     /// What a broker's next registration with these headers may be read against.

@@ -254,9 +254,9 @@ impl Registry {
             Joined::Member { min_id_changed } => min_id_changed,
         };
         self.number_registration(&reg.from.broker_name, &reg.from.broker_addr);
-        let changed_before = self.changes.topics.len();
+        let changed_before = self.changes.topic_changes;
         self.apply_topics(&reg, plan);
-        if self.changes.topics.len() != changed_before {
+        if self.changes.topic_changes != changed_before {
             // Once per registration, not per topic: at 100k topics that would show.
             self.topics_changed(&reg.from.broker_name);
         }
@@ -395,7 +395,7 @@ impl Registry {
                 let slot = self.mappings.entry(topic.clone()).or_default();
                 if slot.get(&bname) != Some(info) {
                     slot.insert(bname, info.clone());
-                    self.changes.topics.insert(topic.clone());
+                    self.changes.topic(topic);
                 }
             }
         }

@@ -48,10 +48,15 @@ pub struct BrokerLive {
 /// What mutations since the last [`Registry::take_changes`] changed, as the caches see it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Changes {
-    /// Topics whose route (queues, mappings) changed. Hashed, not ordered: a table of 100k
-    /// topics taken whole inserts each, and names sharing long prefixes make an ordered set
-    /// compare bytes for most of that time.
+    /// Topics whose route (queues, mappings) changed, while they are few: past
+    /// [`NAMED_TOPICS`] they are `all_topics` instead, and a table of 100k topics taken whole
+    /// costs no name copied. Hashed, not ordered: names sharing long prefixes make an ordered
+    /// set compare bytes for most of its time.
     pub topics: foldhash::HashSet<String>,
+    /// Too many topics changed to name: every cached route is dropped.
+    pub all_topics: bool,
+    /// Topic changes recorded, repeats included: a step changed some when this moved.
+    pub topic_changes: usize,
     /// Something every route that shows a group may show: its addresses, settings or filter
     /// servers. Rare (brokers joining, leaving, failing over), so not tracked by topic.
     pub shared: bool,
@@ -59,9 +64,26 @@ pub struct Changes {
     pub topic_list: bool,
 }
 
+/// Changed topics named one by one (see [`Changes::topics`]).
+const NAMED_TOPICS: usize = 4096;
+
 impl Changes {
     pub fn is_empty(&self) -> bool {
         *self == Changes::default()
+    }
+
+    /// Records that `topic`'s route changed.
+    pub fn topic(&mut self, topic: &str) {
+        self.topic_changes += 1;
+        if self.all_topics || self.topics.contains(topic) {
+            return;
+        }
+        if self.topics.len() == NAMED_TOPICS {
+            self.topics = foldhash::HashSet::default();
+            self.all_topics = true;
+            return;
+        }
+        self.topics.insert(topic.to_string());
     }
 }
 
@@ -101,7 +123,7 @@ pub struct Registry {
     /// [`Registry::hash_topics`] is called: what peers compare their groups by (`peer_routes`),
     /// which a scan of the table would cost milliseconds per look at 100k topics. A NameServer
     /// without peers keeps none.
-    pub(super) topic_sums: Option<HashMap<Arc<str>, u64>>,
+    pub(super) topic_sums: Option<foldhash::HashMap<Arc<str>, u64>>,
     /// The time the mutation under way dates its changes from, when not now.
     pub(super) dating: Option<i64>,
     /// The mutation under way is an admin change applied late (made while this member was
@@ -111,7 +133,7 @@ pub struct Registry {
 
 /// One topic's queues of a group as the group's hash counts them: the same on every member,
 /// whatever its build (no per-process seed, no dependence on std's hasher).
-fn entry_hash(topic: &str, q: &Queues) -> u64 {
+pub(super) fn entry_hash(topic: &str, q: &Queues) -> u64 {
     let mut queues = [0u8; 16];
     for (i, n) in [q.read, q.write, q.perm, q.sys_flag]
         .into_iter()
@@ -333,8 +355,8 @@ impl Registry {
     }
 
     /// Every group's topic hash, counted from the table (none that is 0).
-    pub(super) fn counted_topic_sums(&self) -> HashMap<Arc<str>, u64> {
-        let mut sums: HashMap<Arc<str>, u64> = HashMap::new();
+    pub(super) fn counted_topic_sums(&self) -> foldhash::HashMap<Arc<str>, u64> {
+        let mut sums = foldhash::HashMap::<Arc<str>, u64>::default();
         for (topic, queues) in self.topics.iter() {
             for (name, q) in queues.entries() {
                 let sum = sums.entry(name.clone()).or_default();
@@ -366,15 +388,18 @@ impl Registry {
         let Some(sums) = &mut self.topic_sums else {
             return;
         };
-        let sum = sums.entry(broker_name.clone()).or_default();
-        if let Some(old) = old {
-            *sum = sum.wrapping_sub(entry_hash(topic, &old));
-        }
-        if let Some(new) = new {
-            *sum = sum.wrapping_add(entry_hash(topic, &new));
-        }
-        if *sum == 0 {
-            sums.remove(broker_name);
+        let held = sums.get(&**broker_name).copied().unwrap_or(0);
+        let sum = held
+            .wrapping_sub(old.map_or(0, |old| entry_hash(topic, &old)))
+            .wrapping_add(new.map_or(0, |new| entry_hash(topic, &new)));
+        match sums.get_mut(&**broker_name) {
+            _ if sum == 0 => {
+                sums.remove(&**broker_name);
+            }
+            Some(kept) => *kept = sum,
+            None => {
+                sums.insert(broker_name.clone(), sum);
+            }
         }
     }
 

@@ -8,8 +8,15 @@ use std::sync::Arc;
 use rocketmq_wire::body::QueueData;
 
 use super::queues::{Queues, TopicQueues};
-use super::tables::{Registry, PERM_READ, PERM_WRITE};
+use super::tables::{entry_hash, Registry, PERM_READ, PERM_WRITE};
 use crate::events::{Event, EventKind, TopicTally};
+
+/// What [`Registry::apply_mirror`] does: the indexes of the listed topics to set, and whether
+/// the group may hold topics that are not listed.
+pub(super) struct MirrorPlan {
+    set: Vec<usize>,
+    scan_unlisted: bool,
+}
 
 impl Registry {
     /// Tells the topics the mutation created and removed, each with why.
@@ -67,30 +74,76 @@ impl Registry {
             return false;
         };
         self.rehash(broker_name, topic, before, Some(queues));
-        self.changes.topics.insert(topic.to_string());
+        self.changes.topic(topic);
         true
     }
 
     /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
     /// replaces what a registration at the same data version would keep.
-    pub fn mirror_topics(&mut self, broker_name: &str, topics: &[(String, Queues)]) {
-        let changed_before = self.changes.topics.len();
-        let listed: std::collections::HashSet<&str> =
-            topics.iter().map(|(t, _)| t.as_str()).collect();
-        let stale: Vec<String> = self
-            .topics
-            .iter()
-            .filter(|(topic, queues)| queues.get(broker_name).is_some() && !listed.contains(topic))
-            .map(|(topic, _)| topic.to_string())
-            .collect();
-        for topic in stale {
-            self.leave_topic(&topic, broker_name);
+    pub fn mirror_topics(&mut self, broker_name: &str, topics: &[(&str, Queues)]) {
+        let plan = self.plan_mirror(broker_name, topics);
+        self.apply_mirror(broker_name, topics, plan);
+    }
+
+    /// Which listed topics [`Registry::apply_mirror`] must set, worked out while route lookups
+    /// go on: a peer's word of a group of 100k topics mostly repeats what is here.
+    pub(super) fn plan_mirror(&self, broker_name: &str, topics: &[(&str, Queues)]) -> MirrorPlan {
+        let mut set = Vec::new();
+        let mut listed = 0u64;
+        let mut after = self.topics_hash(broker_name);
+        if self.topic_sums.is_some() && after == 0 {
+            // The group holds no topic here (a member filling its tables): each is to be set.
+            return MirrorPlan {
+                set: (0..topics.len()).collect(),
+                scan_unlisted: false,
+            };
+        }
+        for (i, (topic, queues)) in topics.iter().enumerate() {
+            let hash = entry_hash(topic, queues);
+            listed = listed.wrapping_add(hash);
+            let here = self.topics.get(topic).and_then(|q| q.get(broker_name));
+            if here != Some(queues) {
+                if let Some(here) = here {
+                    after = after.wrapping_sub(entry_hash(topic, here));
+                }
+                after = after.wrapping_add(hash);
+                set.push(i);
+            }
+        }
+        MirrorPlan {
+            set,
+            // Kept hashes tell whether the group holds topics beyond the listed ones without a
+            // scan of the whole table: only then is its hash, once they are set, not theirs.
+            scan_unlisted: self.topic_sums.is_none() || after != listed,
+        }
+    }
+
+    /// Applies what [`Registry::plan_mirror`] found, the table unchanged since.
+    pub(super) fn apply_mirror(
+        &mut self,
+        broker_name: &str,
+        topics: &[(&str, Queues)],
+        plan: MirrorPlan,
+    ) {
+        let changed_before = self.changes.topic_changes;
+        if plan.scan_unlisted {
+            let listed: foldhash::HashSet<&str> = topics.iter().map(|(t, _)| *t).collect();
+            let unlisted: Vec<String> = self
+                .topics
+                .iter()
+                .filter(|(topic, queues)| queues.contains(broker_name) && !listed.contains(topic))
+                .map(|(topic, _)| topic.to_string())
+                .collect();
+            for topic in unlisted {
+                self.leave_topic(&topic, broker_name);
+            }
         }
         let name = self.shared_name(broker_name);
-        for (topic, queues) in topics {
-            self.set_topic_queues(topic, &name, *queues);
+        for i in plan.set {
+            let (topic, queues) = topics[i];
+            self.set_topic_queues(topic, &name, queues);
         }
-        if self.changes.topics.len() != changed_before {
+        if self.changes.topic_changes != changed_before {
             // Its next identical registration must be read again, not repeated.
             self.bump_group(broker_name);
         }
@@ -115,7 +168,7 @@ impl Registry {
             self.changes.topic_list = true;
             self.removed.add(topic);
         }
-        self.changes.topics.insert(topic.to_string());
+        self.changes.topic(topic);
         true
     }
 
@@ -129,7 +182,7 @@ impl Registry {
             return false;
         };
         self.rehash(&name, topic, Some(old), Some(Queues { perm, ..old }));
-        self.changes.topics.insert(topic.to_string());
+        self.changes.topic(topic);
         true
     }
 

@@ -51,13 +51,13 @@ impl TopicTable {
 
     /// The topic's queues to change; copies its shard first if a snapshot holds it.
     pub fn get_mut(&mut self, topic: &str) -> Option<&mut TopicQueues> {
-        let shard = self.shard(topic);
-        if !self.shards[shard].contains_key(topic) {
+        let i = self.shard(topic);
+        let shard = &mut self.shards[i];
+        // One lookup when no snapshot holds the shard, as while a member fills its tables.
+        if Arc::get_mut(shard).is_none() && !shard.contains_key(topic) {
             return None;
         }
-        Arc::make_mut(&mut self.shards[shard])
-            .get_mut(topic)
-            .map(Arc::make_mut)
+        Arc::make_mut(shard).get_mut(topic).map(Arc::make_mut)
     }
 
     pub fn insert(&mut self, topic: &str, queues: TopicQueues) {

@@ -25,17 +25,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use parking_lot::Mutex;
-use rocketmq_wire::body::{RegisterBrokerBody, TopicConfig, TopicConfigWrapper};
+use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfigWrapper};
 use rocketmq_wire::client::Client;
-use rocketmq_wire::codes::{request, response, version as request_version};
+use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::{Queues, Registry};
+use crate::registry::{RegisterOutcome, Registrant, Registration, Registry};
 use crate::state::State;
+
+mod pull;
+
+pub use pull::{decode_pull, encode_pull, records, Record};
 
 /// How often each peer is asked for its whole digest, what carries brokers' liveness: an eighth
 /// of the shortest timeout of the brokers held here (120 s unless a broker says otherwise),
@@ -51,10 +54,6 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Brokers asked for in one pull.
 const PULL_MAX: usize = 64;
-/// Bytes of registrations one pull answers with at most (past the first record): a group with
-/// 100k topics is megabytes, and a pull must stay far below a frame's cap. The puller asks again
-/// at once for the rest.
-const PULL_BYTES: usize = 4 * 1024 * 1024;
 /// How long a NameServer that started waits for its peers' routes before it says it is ready
 /// with what its snapshot held, unless a pull is under way; and at most, though one is (a
 /// peer that holds millions of queues and answers, slowly).
@@ -96,59 +95,6 @@ pub struct Departed {
 pub struct Digest {
     pub heard: Vec<Heard>,
     pub departed: Vec<Departed>,
-}
-
-/// A broker's registration as a NameServer holds it, to be replayed by a peer.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Record {
-    pub heard: Heard,
-    pub ha_server_addr: String,
-    pub timeout_ms: i64,
-    pub protocol: i32,
-    pub acting_master: bool,
-    pub zone: Option<String>,
-    /// The length of [`Record::body`], which travels after the records (see [`encode_pull`]).
-    pub body_len: usize,
-    /// REGISTER_BROKER's JSON body: the group's topics as this NameServer holds them.
-    #[serde(skip)]
-    pub body: Bytes,
-}
-
-/// ROUTE_PULL's answer: the records' JSON (bodies left out) after its length (4 bytes,
-/// big-endian), then each record's body in order. Megabytes of registrations go as they are,
-/// neither escaped into JSON strings nor read twice.
-pub fn encode_pull(records: &[Record]) -> Result<Vec<u8>, serde_json::Error> {
-    let meta = serde_json::to_vec(records)?;
-    let bodies: usize = records.iter().map(|r| r.body.len()).sum();
-    let mut out = Vec::with_capacity(4 + meta.len() + bodies);
-    out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(&meta);
-    for r in records {
-        out.extend_from_slice(&r.body);
-    }
-    Ok(out)
-}
-
-/// Reads [`encode_pull`]'s layout; the bodies share `answer`'s memory.
-pub fn decode_pull(answer: Bytes) -> Result<Vec<Record>, String> {
-    let short = || "a route pull answer shorter than it says".to_string();
-    let len = answer.get(..4).ok_or_else(short)?;
-    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    let meta = answer
-        .get(4..)
-        .and_then(|m| m.get(..len))
-        .ok_or_else(short)?;
-    let mut records: Vec<Record> = serde_json::from_slice(meta).map_err(|e| e.to_string())?;
-    let mut at = 4 + len;
-    for r in &mut records {
-        let end = at
-            .checked_add(r.body_len)
-            .filter(|end| *end <= answer.len())
-            .ok_or_else(short)?;
-        r.body = answer.slice(at..end);
-        at = end;
-    }
-    Ok(records)
 }
 
 /// What this NameServer hears (every live broker address in a group), and the brokers that
@@ -203,62 +149,6 @@ fn heard_here(r: &Registry) -> Vec<Heard> {
             let group = (bd.cluster.as_str(), bd.broker_name.as_str());
             out.push(heard_of(r, group, *id, addr, live));
         }
-    }
-    out
-}
-
-/// The registrations of the asked brokers still heard here, in the order asked, as many as fit
-/// in [`PULL_BYTES`] (at least one).
-pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut bytes = 0;
-    for want in asked {
-        if bytes >= PULL_BYTES {
-            break;
-        }
-        let Some(bd) = r.group(&want.name) else {
-            continue;
-        };
-        if bd.cluster != want.cluster || bd.broker_addrs.get(&want.id) != Some(&want.addr) {
-            continue;
-        }
-        let Some(live) = r.live(&want.cluster, &want.addr) else {
-            continue;
-        };
-        let topic_configs = r
-            .topic_queues()
-            .filter_map(|(topic, queues)| {
-                let q = queues.get(&want.name)?;
-                Some(TopicConfig {
-                    topic_name: Some(topic.to_string()),
-                    read_queue_nums: q.read,
-                    write_queue_nums: q.write,
-                    perm: q.perm,
-                    topic_sys_flag: q.sys_flag,
-                    ..TopicConfig::default()
-                })
-            })
-            .collect();
-        let body = RegisterBrokerBody {
-            wrapper: TopicConfigWrapper {
-                data_version: live.data_version,
-                topic_configs,
-                mapping_info: Vec::new(),
-            },
-            filter_server_list: None,
-        };
-        let body = Bytes::from(body.encode_json());
-        bytes += body.len();
-        out.push(Record {
-            heard: heard_of(r, (&want.cluster, &want.name), want.id, &want.addr, live),
-            ha_server_addr: live.ha_server_addr.clone(),
-            timeout_ms: live.timeout_ms,
-            protocol: live.version,
-            acting_master: bd.enable_acting_master,
-            zone: bd.zone_name.clone(),
-            body_len: body.len(),
-            body,
-        });
     }
     out
 }
@@ -555,6 +445,7 @@ impl PeerRoutes {
         let mut left: &[Heard] = &claim.taken;
         // Each batch is replayed while the next is asked for, one batch replaying at a time.
         let mut replaying = None;
+        let mut large = false;
         while !left.is_empty() {
             let asked = &left[..left.len().min(PULL_MAX)];
             let body = serde_json::to_vec(asked).map_err(|e| e.to_string())?;
@@ -565,7 +456,7 @@ impl PeerRoutes {
                 )
                 .await?;
             let body = answer.body.unwrap_or_default();
-            let large = body.len() > crate::memory::LARGE_WORK / 4;
+            large |= body.len() > crate::memory::LARGE_WORK / 4;
             let records = decode_pull(body)?;
             // The answer covers the asked entries up to the last one it holds; those it skipped
             // before that are no longer heard there.
@@ -582,8 +473,6 @@ impl PeerRoutes {
             let state = state.clone();
             let peer = addr.to_string();
             replaying = Some(tokio::task::spawn_blocking(move || {
-                // Megabytes of registrations decoded and replayed leave as much garbage behind.
-                let _trim = large.then_some(crate::memory::ReleaseOnDrop);
                 records
                     .iter()
                     .filter(|rec| take_over(&state, rec, &peer))
@@ -591,6 +480,11 @@ impl PeerRoutes {
             }));
         }
         self.replayed(replaying).await?;
+        if large {
+            // Megabytes of registrations replayed leave garbage behind; given back once per
+            // round, not per batch (a trim of a large heap takes a while).
+            tokio::task::spawn_blocking(crate::memory::release_free);
+        }
         Ok(Exchanged::Compared {
             differences,
             generation,
@@ -722,69 +616,73 @@ fn answer_of(answer: RemotingCommand) -> Result<RemotingCommand, String> {
     Ok(answer)
 }
 
-/// Replays a peer's registration of a broker here, as a registration of no connection, then
-/// dates the broker as the peer last heard it. False if it was refused.
+/// Replays a peer's registration of a broker here, as a registration of no connection: the
+/// broker joins its group as the peer holds it, the group's topics become the peer's exactly
+/// (a registration at the data version held here would keep topics the peer no longer routes,
+/// and their old permissions), and the broker is dated as the peer last heard it. False if it
+/// was refused.
 fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
     let h = &rec.heard;
-    let mut cmd = RemotingCommand::request(request::REGISTER_BROKER)
-        .with_version(rec.protocol)
-        .with_ext("brokerName", &h.name)
-        .with_ext("brokerAddr", &h.addr)
-        .with_ext("clusterName", &h.cluster)
-        .with_ext("haServerAddr", &rec.ha_server_addr)
-        .with_ext("brokerId", h.id)
-        .with_ext("heartbeatTimeoutMillis", rec.timeout_ms)
-        .with_ext("enableActingMaster", rec.acting_master)
-        .with_ext("compressed", false)
-        .with_body(rec.body.clone());
-    if let Some(zone) = &rec.zone {
-        cmd = cmd.with_ext("zoneName", zone);
+    let topics = match pull::read_topics(&rec.topics) {
+        Ok(topics) => topics,
+        Err(why) => {
+            tracing::warn!(peer, broker = %h.name, addr = %h.addr, %why, "a peer's registration of a broker was unreadable");
+            return false;
+        }
+    };
+    let (state_version, timestamp, counter) = h.version;
+    let reg = Registration {
+        from: Registrant {
+            cluster: h.cluster.clone(),
+            broker_addr: h.addr.clone(),
+            broker_name: h.name.clone(),
+            broker_id: h.id,
+            conn: PEER_CONNECTION,
+            now_ms: rocketmq_wire::clock::now_ms(),
+        },
+        ha_server_addr: rec.ha_server_addr.clone(),
+        zone_name: rec.zone.clone(),
+        timeout_ms: Some(rec.timeout_ms),
+        enable_acting_master: Some(rec.acting_master),
+        body: RegisterBrokerBody {
+            wrapper: TopicConfigWrapper {
+                data_version: DataVersion {
+                    counter,
+                    state_version,
+                    timestamp,
+                },
+                ..TopicConfigWrapper::default()
+            },
+            filter_server_list: None,
+        },
+        version: rec.protocol,
+        // Never taken for a single-topic registration of a member not known yet, which is
+        // refused: the peer accepted the member's whole registration.
+        listed: usize::MAX,
+        changes_since: None,
+        headers: 0,
+        table: None,
+    };
+    let notify_min_id = state.config.settings().server.notify_min_broker_id_changed;
+    let (outcome, notice) =
+        state
+            .routes
+            .adopt(reg, &topics, notify_min_id, (h.last_ms, h.topics_ms));
+    if let Some(notice) = notice {
+        crate::notify::min_broker_id_changed(notice);
     }
-    match crate::handler::register_from_peer(state, &cmd) {
-        Ok(()) => {
-            // The peer's routes for the group, exactly: a registration at the data version held
-            // here would keep topics the peer no longer routes, and their old permissions. Read
-            // again only when the registration left the group otherwise than the peer has it.
-            let mirrored = state.routes.read(|r| r.topics_hash(&h.name)) == h.topics;
-            let topics = (!mirrored).then(|| topics_of(&rec.body));
-            state.routes.change(|r| {
-                if let Some(topics) = &topics {
-                    r.dated(h.topics_ms, |r| r.mirror_topics(&h.name, topics));
-                }
-                r.adopted_from_peer(
-                    &h.cluster,
-                    &h.addr,
-                    PEER_CONNECTION,
-                    h.last_ms,
-                    (&h.name, h.topics_ms),
-                )
-            });
+    match outcome {
+        RegisterOutcome::Registered { .. } => {
             tracing::debug!(peer, broker = %h.name, addr = %h.addr, "took a broker's registration over from a peer");
             true
         }
-        Err(why) => {
-            tracing::warn!(peer, broker = %h.name, addr = %h.addr, %why, "a peer's registration of a broker was refused");
+        // A member with a newer state version holds the id here: the peer is behind.
+        RegisterOutcome::Stale => false,
+        RegisterOutcome::Refused => {
+            tracing::warn!(peer, broker = %h.name, addr = %h.addr, "a peer's registration of a broker was refused");
             false
         }
     }
-}
-
-/// The topics and queues of a REGISTER_BROKER JSON body.
-fn topics_of(body: &[u8]) -> Vec<(String, Queues)> {
-    RegisterBrokerBody::decode(Some(body), request_version::V5_0_0, false, usize::MAX)
-        .map(|b| b.wrapper.topic_configs)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|tc| {
-            let queues = Queues {
-                read: tc.read_queue_nums,
-                write: tc.write_queue_nums,
-                perm: tc.perm,
-                sys_flag: tc.topic_sys_flag,
-            };
-            Some((tc.topic_name?, queues))
-        })
-        .collect()
 }
 
 /// The route exchange's request codes, beside the KV group's (`kv_group::codes`).
@@ -897,7 +795,7 @@ pub fn register_metrics(
 mod tests {
     use super::*;
 
-    fn heard(name: &str, addr: &str, version: (i64, i64, i64), last_ms: i64) -> Heard {
+    pub(super) fn heard(name: &str, addr: &str, version: (i64, i64, i64), last_ms: i64) -> Heard {
         Heard {
             cluster: "c".into(),
             addr: addr.into(),
@@ -908,39 +806,6 @@ mod tests {
             topics: 0,
             topics_ms: 0,
         }
-    }
-
-    fn record(name: &str, body: &str) -> Record {
-        Record {
-            heard: heard(name, "1.1.1.1:10911", (0, 1, 1), 5),
-            ha_server_addr: String::new(),
-            timeout_ms: 120_000,
-            protocol: 0,
-            acting_master: false,
-            zone: None,
-            body_len: body.len(),
-            body: Bytes::copy_from_slice(body.as_bytes()),
-        }
-    }
-
-    #[test]
-    fn a_pull_answer_carries_each_body_as_it_is_and_a_short_one_is_refused() {
-        let records = [
-            record("a", r#"{"topicConfigSerializeWrapper":{}}"#),
-            record("b", ""),
-        ];
-        let answer = Bytes::from(encode_pull(&records).unwrap());
-        let read = decode_pull(answer.clone()).unwrap();
-        assert_eq!(read.len(), 2);
-        assert_eq!(read[0].body, records[0].body);
-        assert_eq!(read[1].heard.name, "b");
-        assert!(read[1].body.is_empty());
-        for cut in [0, 3, 10, answer.len() - 1] {
-            assert!(decode_pull(answer.slice(..cut)).is_err(), "cut at {cut}");
-        }
-        let mut lying = answer.to_vec();
-        lying[..4].copy_from_slice(&u32::MAX.to_be_bytes());
-        assert!(decode_pull(Bytes::from(lying)).is_err());
     }
 
     #[test]

@@ -1,0 +1,214 @@
+//! ROUTE_PULL: the registrations a peer asks for, as this NameServer holds them. A record
+//! carries the broker's registration headers and its group's topics in a compact list, not a
+//! REGISTER_BROKER JSON body: a restarted member takes millions of queue entries from its
+//! peers, and neither side should build, escape or parse JSON for them.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::{heard_of, Heard};
+use crate::registry::{Queues, Registry};
+
+/// Bytes of registrations one pull answers with at most (past the first record): a group with
+/// 100k topics is megabytes, and a pull must stay far below a frame's cap. The puller asks again
+/// at once for the rest.
+const PULL_BYTES: usize = 4 * 1024 * 1024;
+
+/// A broker's registration as a NameServer holds it, to be replayed by a peer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub heard: Heard,
+    pub ha_server_addr: String,
+    pub timeout_ms: i64,
+    pub protocol: i32,
+    pub acting_master: bool,
+    pub zone: Option<String>,
+    /// The length of [`Record::topics`], which travels after the records (see [`encode_pull`]).
+    pub body_len: usize,
+    /// The group's topics as this NameServer routes them, in [`write_topic`]'s layout.
+    #[serde(skip)]
+    pub topics: Bytes,
+}
+
+/// ROUTE_PULL's answer: the records' JSON (topic lists left out) after its length (4 bytes,
+/// big-endian), then each record's topic list in order.
+pub fn encode_pull(records: &[Record]) -> Result<Vec<u8>, serde_json::Error> {
+    let meta = serde_json::to_vec(records)?;
+    let lists: usize = records.iter().map(|r| r.topics.len()).sum();
+    let mut out = Vec::with_capacity(4 + meta.len() + lists);
+    out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&meta);
+    for r in records {
+        out.extend_from_slice(&r.topics);
+    }
+    Ok(out)
+}
+
+fn short() -> String {
+    "a route pull answer shorter than it says".to_string()
+}
+
+/// Reads [`encode_pull`]'s layout; the topic lists share `answer`'s memory.
+pub fn decode_pull(answer: Bytes) -> Result<Vec<Record>, String> {
+    let len = answer.get(..4).ok_or_else(short)?;
+    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let meta = answer
+        .get(4..)
+        .and_then(|m| m.get(..len))
+        .ok_or_else(short)?;
+    let mut records: Vec<Record> = serde_json::from_slice(meta).map_err(|e| e.to_string())?;
+    let mut at = 4 + len;
+    for r in &mut records {
+        let end = at
+            .checked_add(r.body_len)
+            .filter(|end| *end <= answer.len())
+            .ok_or_else(short)?;
+        r.topics = answer.slice(at..end);
+        at = end;
+    }
+    Ok(records)
+}
+
+/// One topic of a list: its name's length (4 bytes), the name (UTF-8), then its read and write
+/// queue counts, permission and system flag (4 bytes each); every number big-endian.
+fn write_topic(out: &mut Vec<u8>, topic: &str, q: &Queues) {
+    out.extend_from_slice(&u32::try_from(topic.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(topic.as_bytes());
+    for n in [q.read, q.write, q.perm, q.sys_flag] {
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Reads a topic list; the names borrow `list`. Refused whole when it is cut short or a name
+/// is not UTF-8.
+pub fn read_topics(list: &[u8]) -> Result<Vec<(&str, Queues)>, String> {
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+        let (head, tail) = rest.split_at_checked(n).ok_or_else(short)?;
+        *rest = tail;
+        Ok(head)
+    }
+    fn int(rest: &mut &[u8]) -> Result<i32, String> {
+        let b = take(rest, 4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    let mut rest = list;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let len = int(&mut rest)? as u32 as usize;
+        let name = std::str::from_utf8(take(&mut rest, len)?)
+            .map_err(|_| "a topic name in a route pull is not UTF-8".to_string())?;
+        let q = Queues {
+            read: int(&mut rest)?,
+            write: int(&mut rest)?,
+            perm: int(&mut rest)?,
+            sys_flag: int(&mut rest)?,
+        };
+        out.push((name, q));
+    }
+    Ok(out)
+}
+
+/// The registrations of the asked brokers still heard here, in the order asked, as many as fit
+/// in [`PULL_BYTES`] (at least one).
+pub fn records(r: &Registry, asked: &[Heard]) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for want in asked {
+        if bytes >= PULL_BYTES {
+            break;
+        }
+        let Some(bd) = r.group(&want.name) else {
+            continue;
+        };
+        if bd.cluster != want.cluster || bd.broker_addrs.get(&want.id) != Some(&want.addr) {
+            continue;
+        }
+        let Some(live) = r.live(&want.cluster, &want.addr) else {
+            continue;
+        };
+        let mut topics = Vec::new();
+        for (topic, queues) in r.topic_queues() {
+            if let Some(q) = queues.get(&want.name) {
+                write_topic(&mut topics, topic, q);
+            }
+        }
+        bytes += topics.len();
+        out.push(Record {
+            heard: heard_of(r, (&want.cluster, &want.name), want.id, &want.addr, live),
+            ha_server_addr: live.ha_server_addr.clone(),
+            timeout_ms: live.timeout_ms,
+            protocol: live.version,
+            acting_master: bd.enable_acting_master,
+            zone: bd.zone_name.clone(),
+            body_len: topics.len(),
+            topics: Bytes::from(topics),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, topics: &[(&str, Queues)]) -> Record {
+        let mut list = Vec::new();
+        for (t, q) in topics {
+            write_topic(&mut list, t, q);
+        }
+        Record {
+            heard: super::super::tests::heard(name, "1.1.1.1:10911", (0, 1, 1), 5),
+            ha_server_addr: String::new(),
+            timeout_ms: 120_000,
+            protocol: 0,
+            acting_master: false,
+            zone: None,
+            body_len: list.len(),
+            topics: Bytes::from(list),
+        }
+    }
+
+    const Q: Queues = Queues {
+        read: 8,
+        write: 4,
+        perm: 6,
+        sys_flag: -1,
+    };
+
+    #[test]
+    fn a_pull_answer_carries_each_topic_list_as_it_is_and_a_short_one_is_refused() {
+        let records = [record("a", &[("TopicA", Q), ("主题", Q)]), record("b", &[])];
+        let answer = Bytes::from(encode_pull(&records).unwrap());
+        let read = decode_pull(answer.clone()).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read[0].topics, records[0].topics);
+        assert_eq!(
+            read_topics(&read[0].topics).unwrap(),
+            [("TopicA", Q), ("主题", Q)]
+        );
+        assert_eq!(read[1].heard.name, "b");
+        assert!(read[1].topics.is_empty());
+        for cut in [0, 3, 10, answer.len() - 1] {
+            assert!(decode_pull(answer.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut lying = answer.to_vec();
+        lying[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_pull(Bytes::from(lying)).is_err());
+    }
+
+    #[test]
+    fn a_topic_list_cut_anywhere_or_naming_a_topic_in_bad_utf8_is_refused() {
+        let list = record("a", &[("TopicA", Q), ("TopicB", Q)]).topics;
+        // Each topic takes 4 + 6 + 16 bytes: a cut between two is a shorter list.
+        assert_eq!(read_topics(&list[..26]).unwrap(), [("TopicA", Q)]);
+        for cut in (1..list.len()).filter(|cut| *cut != 26) {
+            assert!(read_topics(&list[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = list.to_vec();
+        bad[4] = 0xff;
+        assert!(read_topics(&bad).is_err());
+        let mut huge = list.to_vec();
+        huge[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(read_topics(&huge).is_err());
+    }
+}
