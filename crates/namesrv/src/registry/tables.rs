@@ -123,7 +123,7 @@ pub struct Registry {
     /// [`Registry::hash_topics`] is called: what peers compare their groups by (`peer_routes`),
     /// which a scan of the table would cost milliseconds per look at 100k topics. A NameServer
     /// without peers keeps none.
-    pub(super) topic_sums: Option<foldhash::HashMap<Arc<str>, u64>>,
+    pub(super) topic_sums: Option<foldhash::HashMap<Arc<str>, GroupSum>>,
     /// The time the mutation under way dates its changes from, when not now.
     pub(super) dating: Option<i64>,
     /// The mutation under way is an admin change applied late (made while this member was
@@ -133,6 +133,13 @@ pub struct Registry {
 
 /// One topic's queues of a group as the group's hash counts them: the same on every member,
 /// whatever its build (no per-process seed, no dependence on std's hasher).
+/// A group's topics as peers compare them: their hash, and how many there are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupSum {
+    pub hash: u64,
+    pub topics: usize,
+}
+
 pub(super) fn entry_hash(topic: &str, q: &Queues) -> u64 {
     let mut queues = [0u8; 16];
     for (i, n) in [q.read, q.write, q.perm, q.sys_flag]
@@ -354,30 +361,40 @@ impl Registry {
         self.topic_sums = Some(self.counted_topic_sums());
     }
 
-    /// Every group's topic hash, counted from the table (none that is 0).
-    pub(super) fn counted_topic_sums(&self) -> foldhash::HashMap<Arc<str>, u64> {
-        let mut sums = foldhash::HashMap::<Arc<str>, u64>::default();
+    /// Every group's topic hash and count, counted from the table (none for a group with no
+    /// topics).
+    pub(super) fn counted_topic_sums(&self) -> foldhash::HashMap<Arc<str>, GroupSum> {
+        let mut sums = foldhash::HashMap::<Arc<str>, GroupSum>::default();
         for (topic, queues) in self.topics.iter() {
             for (name, q) in queues.entries() {
                 let sum = sums.entry(name.clone()).or_default();
-                *sum = sum.wrapping_add(entry_hash(topic, q));
+                sum.hash = sum.hash.wrapping_add(entry_hash(topic, q));
+                sum.topics += 1;
             }
         }
-        sums.retain(|_, sum| *sum != 0);
         sums
     }
 
     /// A hash of the group's topics and their queues, in any order; 0 for a group with none, or
     /// before [`Registry::hash_topics`].
     pub fn topics_hash(&self, broker_name: &str) -> u64 {
+        self.group_sum(broker_name).hash
+    }
+
+    /// How many topics the group serves, when hashes are kept (else 0).
+    pub fn group_topic_count(&self, broker_name: &str) -> usize {
+        self.group_sum(broker_name).topics
+    }
+
+    fn group_sum(&self, broker_name: &str) -> GroupSum {
         self.topic_sums
             .as_ref()
             .and_then(|sums| sums.get(broker_name))
             .copied()
-            .unwrap_or(0)
+            .unwrap_or_default()
     }
 
-    /// Moves the group's hash from `old` to `new` queues of `topic`.
+    /// Moves the group's hash and count from `old` to `new` queues of `topic`.
     pub(super) fn rehash(
         &mut self,
         broker_name: &Arc<str>,
@@ -388,12 +405,17 @@ impl Registry {
         let Some(sums) = &mut self.topic_sums else {
             return;
         };
-        let held = sums.get(&**broker_name).copied().unwrap_or(0);
-        let sum = held
-            .wrapping_sub(old.map_or(0, |old| entry_hash(topic, &old)))
-            .wrapping_add(new.map_or(0, |new| entry_hash(topic, &new)));
+        let held = sums.get(&**broker_name).copied().unwrap_or_default();
+        let sum = GroupSum {
+            hash: held
+                .hash
+                .wrapping_sub(old.map_or(0, |old| entry_hash(topic, &old)))
+                .wrapping_add(new.map_or(0, |new| entry_hash(topic, &new))),
+            topics: (held.topics + usize::from(new.is_some()))
+                .saturating_sub(usize::from(old.is_some())),
+        };
         match sums.get_mut(&**broker_name) {
-            _ if sum == 0 => {
+            _ if sum.topics == 0 => {
                 sums.remove(&**broker_name);
             }
             Some(kept) => *kept = sum,

@@ -91,7 +91,7 @@ impl Registry {
         let mut set = Vec::new();
         let mut listed = 0u64;
         let mut after = self.topics_hash(broker_name);
-        if self.topic_sums.is_some() && after == 0 {
+        if self.topic_sums.is_some() && self.group_topic_count(broker_name) == 0 {
             // The group holds no topic here (a member filling its tables): each is to be set.
             return MirrorPlan {
                 set: (0..topics.len()).collect(),
