@@ -432,7 +432,8 @@ impl KvGroup {
         loop {
             let attempt = match self.group.leader() {
                 Some(leader) if leader == self.peers.self_id => {
-                    self.group.write(cmd.clone()).await.map(|()| self.applied())
+                    let written = self.group.write_logged(cmd.clone()).await;
+                    written.map(|((), index)| Some(index))
                 }
                 Some(leader) => self.forward(leader, &cmd, deadline).await,
                 None => Err(ConsensusError::Failed("no leader known".into())),
@@ -461,7 +462,7 @@ impl KvGroup {
         self.group.applied_index()
     }
 
-    /// Passes `cmd` to the leader; the leader's applied index once it is committed.
+    /// Passes `cmd` to the leader; the index it took in the log once it is committed.
     async fn forward(
         &self,
         leader: NodeId,
@@ -524,11 +525,8 @@ impl KvGroup {
         else {
             return answer(resp::SYSTEM_ERROR).with_remark("malformed KV command");
         };
-        match self.group.write(cmd).await {
-            Ok(()) => match self.applied() {
-                Some(applied) => answer(resp::SUCCESS).with_ext("applied", applied),
-                None => answer(resp::SUCCESS),
-            },
+        match self.group.write_logged(cmd).await {
+            Ok(((), index)) => answer(resp::SUCCESS).with_ext("applied", index),
             Err(e) => answer(resp::SYSTEM_ERROR).with_remark(e.to_string()),
         }
     }

@@ -491,6 +491,16 @@ impl<M: Machine> Group<M> {
         &self,
         cmd: <M::C as RaftTypeConfig>::D,
     ) -> Result<<M::C as RaftTypeConfig>::R, ConsensusError> {
+        self.write_logged(cmd).await.map(|(reply, _)| reply)
+    }
+
+    /// [`Group::write`], with the index the command took in the log: a member that reads its
+    /// own state after a write another member made waits until it applied that index. (The
+    /// applied index in the metrics may not have moved yet when the write's reply comes.)
+    pub async fn write_logged(
+        &self,
+        cmd: <M::C as RaftTypeConfig>::D,
+    ) -> Result<(<M::C as RaftTypeConfig>::R, u64), ConsensusError> {
         // Counted before the leadership check, so that a hand-over that begins after the check
         // still waits for this proposal.
         self.writes_in_flight.fetch_add(1, Ordering::SeqCst);
@@ -512,7 +522,7 @@ impl<M: Machine> Group<M> {
                 DEADLINE.as_secs(),
                 self.settings.members_are
             ))),
-            Ok(Ok(resp)) => Ok(resp.data),
+            Ok(Ok(resp)) => Ok((resp.data, resp.log_id.index)),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => {
                 Err(ConsensusError::NotLeader)
             }
