@@ -50,7 +50,14 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
         route_codes::ROUTE_PULL => {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
-            let records = state.routes.read(|reg| peer_routes::records(reg, &asked));
+            // An asker that does not say takes what a first answer holds.
+            let budget = r
+                .ext(peer_routes::BYTES)
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(peer_routes::FIRST_PULL_BYTES);
+            let records = state
+                .routes
+                .read(|reg| peer_routes::records(reg, &asked, budget));
             ok().with_body(peer_routes::encode_pull(&records)?)
         }
         codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),

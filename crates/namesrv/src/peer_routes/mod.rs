@@ -38,7 +38,7 @@ use crate::state::State;
 
 mod pull;
 
-pub use pull::{decode_pull, encode_pull, records, Record};
+pub use pull::{decode_pull, encode_pull, records, Record, BYTES, FIRST_PULL_BYTES, PULL_BYTES};
 
 /// How often each peer is asked for its whole digest, what carries brokers' liveness: an eighth
 /// of the shortest timeout of the brokers held here (120 s unless a broker says otherwise),
@@ -446,15 +446,19 @@ impl PeerRoutes {
         // Each batch is replayed while the next is asked for, one batch replaying at a time.
         let mut replaying = None;
         let mut large = false;
+        let mut budget = FIRST_PULL_BYTES;
         while !left.is_empty() {
             let asked = &left[..left.len().min(PULL_MAX)];
             let body = serde_json::to_vec(asked).map_err(|e| e.to_string())?;
             let answer = self
                 .call(
                     &client,
-                    RemotingCommand::request(codes::ROUTE_PULL).with_body(body),
+                    RemotingCommand::request(codes::ROUTE_PULL)
+                        .with_ext(BYTES, budget)
+                        .with_body(body),
                 )
                 .await?;
+            budget = PULL_BYTES;
             let body = answer.body.unwrap_or_default();
             large |= body.len() > crate::memory::LARGE_WORK / 4;
             let records = decode_pull(body)?;
