@@ -93,9 +93,29 @@ warn_disk() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_port: prints a port nothing listens on now, chosen by the kernel (for a single server
-# started at once; port_block keeps a broker's several ports together).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port: prints a port nothing uses now, below the kernel's range for outgoing connections
+# (for a single server started at once; port_block keeps a broker's several ports together). A
+# port the kernel picks is one it also hands to outgoing connections: one of them could take it
+# before the server it was chosen for binds it.
+free_port() {
+  python3 - <<'EOF'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(1000):
+    port = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port below the ephemeral range")
+EOF
+}
 
 # fail MESSAGE...: says why on stderr, tagged like log, and ends the script.
 fail() { log "FAIL: $*" >&2; exit 1; }
