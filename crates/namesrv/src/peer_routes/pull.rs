@@ -118,9 +118,10 @@ pub fn read_topics(list: &[u8]) -> Result<Vec<(&str, Queues)>, String> {
 const ENTRY_GUESS: usize = 48;
 
 /// The registrations of the asked brokers still heard here, in the order asked, as many as fit
-/// in `budget` bytes (at most [`PULL_BYTES`]) by their groups' topic counts (at least one). Their topic lists are built
-/// in one pass over the table: the pass costs a cache miss or more per topic, and a restarted
-/// member asks for every group of a table of millions of queue entries.
+/// in `budget` bytes (at most [`PULL_BYTES`]) by their groups' topic counts (at least one).
+/// Their topic lists are built in one pass over the table: the pass costs a cache miss or more
+/// per topic, and a restarted member asks for every group of a table of millions of queue
+/// entries.
 pub fn records(r: &Registry, asked: &[Heard], budget: usize) -> Vec<Record> {
     let budget = budget.min(PULL_BYTES);
     let mut chosen = Vec::new();
