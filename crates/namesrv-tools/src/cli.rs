@@ -30,6 +30,9 @@ pub enum Command {
     Restarts(RestartArgs),
     /// One admin client's PUT_KV_CONFIG, one after another: write latency
     KvWrites(KvWritesArgs),
+    /// NameServers that agree: a stream of KV writes to each while they are killed and
+    /// restarted, then every acknowledged write read back from all of them
+    KvStream(KvStreamArgs),
     /// NameServers that agree: time from a change on one until all of them route it
     Agreement(AgreementArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
@@ -234,6 +237,22 @@ pub struct KvWritesArgs {
     /// Distinct keys written in turn (the KV file holds this many entries)
     #[arg(long, default_value_t = 100)]
     pub keys: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct KvStreamArgs {
+    /// The NameServers' addresses; one writer writes to each
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub addrs: Vec<String>,
+    /// Seconds the writers write for
+    #[arg(long, default_value_t = 30)]
+    pub duration_secs: u64,
+    /// Seconds a NameServer is given after the stream to show every acknowledged write
+    #[arg(long, default_value_t = 10)]
+    pub settle_secs: u64,
+    /// The namespace written to; its keys are distinct per write
+    #[arg(long, default_value = "NSBENCH_STREAM")]
+    pub namespace: String,
 }
 
 #[derive(Args, Debug)]

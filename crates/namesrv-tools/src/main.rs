@@ -6,7 +6,7 @@
 //! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
 //! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;
 //! - [`scenario`]: one module per measurement (route, mixed, register, restarts, KV writes,
-//!   startup);
+//!   KV writes across kills, startup);
 //! - [`canned`]: a server that answers every request with one fixed route-sized frame;
 //! - [`stats`], [`server_proc`]: latency summaries and the server process's memory;
 //! - [`report`]: turns a directory of results into `BENCHMARKS.md`.
@@ -45,6 +45,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Register(args) => runtime.block_on(scenario::register::run(&args))?,
         cli::Command::Restarts(args) => runtime.block_on(scenario::restarts::run(&args))?,
         cli::Command::KvWrites(args) => runtime.block_on(scenario::kv_writes::run(&args))?,
+        cli::Command::KvStream(args) => runtime.block_on(scenario::kv_stream::run(&args))?,
         cli::Command::Agreement(args) => runtime.block_on(scenario::agreement::run(&args))?,
         cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
         cli::Command::Refill(args) => runtime.block_on(scenario::refill::run(&args))?,

@@ -1,6 +1,7 @@
 //! One module per measurement; each returns the JSON document `scripts/bench` keeps.
 
 pub mod agreement;
+pub mod kv_stream;
 pub mod kv_writes;
 pub mod mixed;
 pub mod refill;
