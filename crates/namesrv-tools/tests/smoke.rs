@@ -75,3 +75,23 @@ fn canned_server_answers_the_route_load() {
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(result["route"]["median_qps"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn kv_stream_reads_every_acknowledged_write_back() {
+    let server = Server::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
+        .args(["kv-stream", "--addrs", &format!("{0},{0}", server.addr)])
+        .args(["--duration-secs", "1", "--settle-secs", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(result["acknowledged"].as_u64().unwrap() > 10, "{result}");
+    assert_eq!(result["refused"]["count"], 0, "{result}");
+    assert_eq!(result["lost_anywhere"], 0, "{result}");
+    assert_eq!(result["lost"].as_array().unwrap().len(), 2);
+}
