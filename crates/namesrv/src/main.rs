@@ -22,7 +22,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    namesrv::memory::tune_allocator();
+    namesrv::memory::one_arena_per_core();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -49,6 +49,9 @@ fn main() -> ExitCode {
     if cli.print_config_item {
         print!("{}", settings.listing());
         return ExitCode::SUCCESS;
+    }
+    if !settings.server.namesrv_peers.trim().is_empty() {
+        namesrv::memory::fixed_mapping_threshold();
     }
     let _log_guard = init_logging(&settings.server.log_dir);
 
