@@ -99,7 +99,8 @@ rocketmq_wire::key_table! {
         "controllerSnapshotEveryEntries" => snapshot_every_entries: u64 = 5_000;
         // Ours: the Raft heartbeat interval, and the bound of each AppendEntries round trip.
         "controllerRaftHeartbeatIntervalMs" => raft_heartbeat_interval_ms: u64 = 250;
-        // Ours: the shortest election timeout (the longest is twice it), and the leader's lease.
+        // Ours: the shortest election timeout (the longest is a heartbeat more), and the
+        // leader's lease.
         "controllerElectionTimeoutMs" => election_timeout_ms: u64 = 750;
         // Ours: the port's bounds, as the NameServer's `server*` keys bound its port.
         "controllerServerMaxConnections" => server_max_connections: i64 = 1024;

@@ -482,7 +482,8 @@ impl Controller {
         let addr = members.nodes[&id].clone();
         // This leader grants the successor its vote only once its lease of itself, dated from
         // its election, has run out; until then it goes on serving.
-        let lease_of_self = 2 * self.group().lease() + Duration::from_millis(50);
+        let lease_of_self =
+            self.group().settings().longest_election_timeout() + Duration::from_millis(50);
         let led_for = self.group().leading_for().unwrap_or(Duration::ZERO);
         if led_for < lease_of_self {
             tokio::time::sleep(lease_of_self - led_for).await;
@@ -587,8 +588,8 @@ impl Controller {
     /// How long after this leader's last message a follower still refuses votes (openraft's
     /// leader lease, the longest election timeout), with a heartbeat interval to spare.
     fn lease_of_followers(&self) -> Duration {
-        let heartbeat = self.config.read().raft_heartbeat_interval_ms;
-        2 * self.group().lease() + Duration::from_millis(heartbeat)
+        let settings = self.group().settings();
+        settings.longest_election_timeout() + Duration::from_millis(settings.heartbeat_ms)
     }
 
     /// TAKE_LEADERSHIP: stands for election at once, as a leader handing on its office asks.

@@ -27,10 +27,10 @@ pub use crate::replicated::code as response;
 
 /// Raft timing, by default (`controllerRaftHeartbeatIntervalMs`, `controllerElectionTimeoutMs`).
 /// openraft 0.9 makes a follower that knows a leader wait the longest election timeout (its view
-/// of the leader's lease) plus its own random one, 1.5 + 0.75..1.5 s here, before it stands: a
-/// leader that dies or is cut off is replaced in 2.3 to 3 s, so that a broker whose request to
-/// the old leader timed out (3 s in Java's broker) finds a new one waiting (the fault suite's
-/// pause and partition schedules measure it). openraft bounds each AppendEntries (heartbeats
+/// of the leader's lease) plus its own random one, 1 + 0.75..1 s here (and up to a 375 ms tick),
+/// before it stands: a leader that dies or is cut off is replaced in about 2 s, so that a broker
+/// whose request to the old leader timed out (3 s in Java's broker) finds a new one waiting (the
+/// fault suite's pause and partition schedules measure it). openraft bounds each AppendEntries (heartbeats
 /// included) by the heartbeat interval, and that round trip includes the follower's fsync:
 /// nodes farther apart raise both settings (`tests/slow_links.rs` runs 150 ms apart).
 ///

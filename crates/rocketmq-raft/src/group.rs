@@ -43,7 +43,8 @@ pub struct Settings {
     pub members: BTreeMap<NodeId, String>,
     pub store_path: PathBuf,
     pub heartbeat_ms: u64,
-    /// The shortest election timeout, which is also the leader's lease; the longest is twice it.
+    /// The shortest election timeout, which is also the leader's lease; the longest is one
+    /// heartbeat interval more (`longest_election_timeout`).
     pub election_timeout: Duration,
     /// Entries between snapshots.
     pub snapshot_every: u64,
@@ -53,6 +54,18 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The longest election timeout. openraft 0.9 also makes it a follower's lease of the
+    /// leader it last heard: it refuses votes for that long, and stands only that long plus its
+    /// own timeout after the leader fell silent. Each of those waits comes again in every round
+    /// an election needs after a failure heals (a vote refused for the lease, a candidate that
+    /// saw a longer log waiting twice this), so the range stays narrow: the shortest plus one
+    /// heartbeat interval, which still spreads the nodes' timeouts by more than a vote's round
+    /// trip. It must stay longer than the leader's own lease (the shortest) for leases to be
+    /// safe.
+    pub fn longest_election_timeout(&self) -> Duration {
+        self.election_timeout + Duration::from_millis(self.heartbeat_ms)
+    }
+
     fn raft_config(&self) -> openraft::Config {
         let election_min = self.election_timeout.as_millis() as u64;
         openraft::Config {
@@ -63,7 +76,7 @@ impl Settings {
             max_in_snapshot_log_to_keep: self.snapshot_every.min(1_000),
             heartbeat_interval: self.heartbeat_ms,
             election_timeout_min: election_min,
-            election_timeout_max: 2 * election_min,
+            election_timeout_max: self.longest_election_timeout().as_millis() as u64,
             install_snapshot_timeout: 5_000,
             // Chunks travel as JSON (about three bytes a byte): keep frames far below the
             // port's cap.
