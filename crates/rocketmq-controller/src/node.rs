@@ -30,9 +30,9 @@ pub use crate::replicated::code as response;
 /// of the leader's lease) plus its own random one, 1 + 0.75..1 s here (and up to a 375 ms tick),
 /// before it stands: a leader that dies or is cut off is replaced in about 2 s, so that a broker
 /// whose request to the old leader timed out (3 s in Java's broker) finds a new one waiting (the
-/// fault suite's pause and partition schedules measure it). openraft bounds each AppendEntries (heartbeats
-/// included) by the heartbeat interval, and that round trip includes the follower's fsync:
-/// nodes farther apart raise both settings (`tests/slow_links.rs` runs 150 ms apart).
+/// fault suite's pause and partition schedules measure it). openraft bounds each AppendEntries
+/// (heartbeats included) by the heartbeat interval, and that round trip includes the follower's
+/// fsync: nodes farther apart raise both settings (`tests/slow_links.rs` runs 150 ms apart).
 ///
 /// The shortest election timeout is also how long a leader goes on calling itself leader after
 /// a quorum last acknowledged it (its lease, `rocketmq_raft::group`).
