@@ -6,6 +6,13 @@ use std::path::{Path, PathBuf};
 
 use rocketmq_wire::key_table::{Binding, Blacklist};
 
+/// Whether a `namesrvPeers` value lists any NameServer: the one place that tells a member of
+/// NameServers that agree from a lone NameServer (the KV group and the allocator's tuning both
+/// ask it).
+pub fn lists_peers(namesrv_peers: &str) -> bool {
+    !namesrv_peers.trim().is_empty()
+}
+
 impl ServerConfig {
     /// A key's value as the listing shows it; `None` for an unknown key or an unset value.
     pub fn get(&self, key: &str) -> Option<String> {

@@ -253,7 +253,7 @@ pub struct Peers {
 impl Peers {
     /// `None` when no peers are configured: a lone NameServer.
     pub fn from_config(peers: &str, self_id: &str) -> anyhow::Result<Option<Peers>> {
-        if peers.trim().is_empty() {
+        if !crate::config::lists_peers(peers) {
             return Ok(None);
         }
         let listed = rocketmq_controller::config::parse_peers(peers)

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
         print!("{}", settings.listing());
         return ExitCode::SUCCESS;
     }
-    if !settings.server.namesrv_peers.trim().is_empty() {
+    if namesrv::config::lists_peers(&settings.server.namesrv_peers) {
         namesrv::memory::fixed_mapping_threshold();
     }
     let _log_guard = init_logging(&settings.server.log_dir);
