@@ -159,6 +159,7 @@ public final class NamesrvDiff {
         runSeq("misc-and-missing-fields", NamesrvDiff::seqMisc);
         runSeq("raw-frames", NamesrvDiff::seqRawFrames);
         runSeq("table-at-unchanged-version", NamesrvDiff::seqUnchangedVersion);
+        runSeq("group-gone-and-back", NamesrvDiff::seqGroupGoneAndBack);
         // Last: Java leaves brokers behind here (quirks of §5.2/§5.5), which would leak into later reads.
         runSeq("shared-names-and-connections", NamesrvDiff::seqShared);
         for (Allowed a : ALLOW) {
@@ -647,6 +648,61 @@ public final class NamesrvDiff {
         w.close();
         sleep(ASYNC_SETTLE_MS);
         call("cluster info, all gone", reader, req(106));
+    }
+
+    static void seqGroupGoneAndBack() {
+        // The registry property's counterexample (docs/architecture.md, when a registration is
+        // read as a difference): broker-x0's id 1 on address A registers in cluster X1; A takes
+        // id 0 in X0; id 0 moves to address B, which unregisters, so the group and its topics are
+        // gone; id 1 on A brings the group back in X0; then A's X1 registration lists the table of
+        // its first again (XTopic3:3, XTopic0:1), at counter 0. Java decides the route. (B leaves by UNREGISTER_BROKER, not
+        // by closing its connection: Java looks a closed connection's group up by the cluster the
+        // group was created in, X1, and would leave B routable for good.)
+        String a = "127.0.0.1:29931", b = "127.0.0.1:29932";
+        Broker x1 = new Broker("ClusterX1", "broker-x0", 1, a);
+        Broker x0 = new Broker("ClusterX0", "broker-x0", 0, a, x1.c);
+        Broker x0b = new Broker("ClusterX0", "broker-x0", 0, b);
+        Broker x0s = new Broker("ClusterX0", "broker-x0", 1, a, x1.c);
+        x1.reg().topics(t("XTopic3", 3, 3, 6, 0), t("XTopic0", 1, 1, 6, 0)).dv(1)
+            .send("1: id 1 on A in X1 with XTopic3:3, XTopic0:1, counter 1");
+        readXTopics("1");
+        x0.reg().topics().dv(0).send("2: A as id 0 in X0, no topics, counter 0");
+        readXTopics("2");
+        x0b.reg().topics().dv(0).send("3: id 0 on B in X0 (its own connection), no topics");
+        readXTopics("3");
+        call("4: unregister id 0 on B in X0", reader, x0b.unregister(x0b));
+        sleep(ASYNC_SETTLE_MS);
+        readXTopics("4 (B unregistered)");
+        x0s.reg().topics(t("XTopic2", 1, 1, 6, 0), t("XTopic0", 1, 1, 6, 0)).dv(0)
+            .send("5: id 1 on A in X0 with XTopic2:1, XTopic0:1, counter 0");
+        readXTopics("5");
+        x1.reg().topics(t("XTopic3", 3, 3, 6, 0), t("XTopic0", 1, 1, 6, 0)).dv(0)
+            .send("6: id 1 on A in X1 with XTopic3:3, XTopic0:1 again, counter 0");
+        readXTopics("6");
+
+        // One member in two clusters on one address: its X0 registration changes YTopic0, then
+        // its X1 registration lists YTopic0 as its previous X1 registration did, at a new counter.
+        String c = "127.0.0.1:29933";
+        Broker y0 = new Broker("ClusterY0", "broker-y0", 0, c);
+        Broker y1 = new Broker("ClusterY1", "broker-y0", 0, c, y0.c);
+        y0.reg().topics(t("YTopic0", 1, 1, 6, 0), t("YTopic1", 1, 1, 6, 0)).dv(0).send("Y0 with YTopic0:1, YTopic1:1");
+        y1.reg().topics(t("YTopic0", 1, 1, 6, 0), t("YTopic1", 1, 1, 6, 0)).dv(0).send("Y1 with YTopic0:1, YTopic1:1");
+        y0.reg().topics(t("YTopic0", 2, 2, 6, 0), t("YTopic1", 1, 1, 6, 0)).dv(1).send("Y0 with YTopic0:2, counter 1");
+        call("route YTopic0 after Y0 changed it", reader, route("YTopic0", V_CURRENT));
+        y1.reg().topics(t("YTopic0", 1, 1, 6, 0), t("YTopic1", 1, 1, 6, 0)).dv(1).send("Y1 with YTopic0:1, counter 1");
+        call("route YTopic0 after Y1 listed it as before", reader, route("YTopic0", V_CURRENT));
+
+        // Java would find only one live entry per closed connection: unregister each explicitly.
+        for (Broker gone : List.of(x1, x0s, y0, y1)) {
+            call("unregister " + gone.cluster + " " + gone.addr, reader, gone.unregister(gone));
+        }
+        sleep(ASYNC_SETTLE_MS);
+        call("cluster info, X and Y gone", reader, req(106));
+    }
+
+    static void readXTopics(String step) {
+        for (int i = 0; i < 4; i++) call("route XTopic" + i + " after step " + step, reader, route("XTopic" + i, V_CURRENT));
+        call("cluster info after step " + step, reader, req(106));
     }
 
     static void readVTopics(String step) {

@@ -133,10 +133,7 @@ impl Registry {
                 if bd.broker_addrs.len() != count {
                     self.changes.shared = true;
                     self.changes.cluster_info = true;
-                    *self
-                        .group_epochs
-                        .entry(req.broker_name.clone())
-                        .or_default() += 1;
+                    self.group_epochs.stamp(&req.broker_name);
                     let last = if bd.broker_addrs.is_empty() {
                         ", the group's last address"
                     } else {

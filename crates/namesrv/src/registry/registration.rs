@@ -257,8 +257,10 @@ impl Registry {
         let changed_before = self.changes.topic_changes;
         self.apply_topics(&reg, plan);
         if self.changes.topic_changes != changed_before {
-            // Once per registration, not per topic: at 100k topics that would show.
-            self.topics_changed(&reg.from.broker_name);
+            // Once per registration, not per topic: at 100k topics that would show. Stamped
+            // too: another registrant speaking for the group (the same member registered in
+            // another cluster) kept a table this one just changed.
+            self.bump_group(&reg.from.broker_name);
         }
         self.refresh_live(&reg);
         self.set_filter_servers(&reg);

@@ -103,10 +103,9 @@ pub struct Registry {
     /// Per group and member address, the number of the member's latest registration: what a
     /// queued removal is checked against.
     pub(super) member_seqs: HashMap<String, HashMap<String, u64>>,
-    /// Per group, bumped by every change that a broker's identical re-registration would undo
-    /// (its settings, or its queues changed by anyone else): a broker may skip decoding a
-    /// repeated registration only while its group's epoch is the one it left.
-    pub(super) group_epochs: HashMap<String, u64>,
+    /// Per group, its epoch: a stamp drawn anew by every change to the group (see
+    /// [`Registry::bump_group`] for the rule a kept registration relies on).
+    pub(super) group_epochs: GroupEpochs,
     pub(super) changes: Changes,
     /// What people are shown of the mutations since the last [`Registry::take_events`].
     pub(super) events: Vec<Event>,
@@ -129,6 +128,37 @@ pub struct Registry {
     /// The mutation under way is an admin change applied late (made while this member was
     /// down): groups whose topics changed since it was made are left alone.
     pub(super) late: bool,
+}
+
+/// Each group's epoch, drawn from one counter: epochs are never reused, not even by a group
+/// removed and created again, so an old registration's epoch never matches a later state by
+/// chance (a group emptied and registered anew once restarted its count and matched).
+#[derive(Default)]
+pub(super) struct GroupEpochs {
+    last: u64,
+    by_group: HashMap<String, u64>,
+}
+
+impl GroupEpochs {
+    /// Gives `group` a new epoch.
+    pub(super) fn stamp(&mut self, group: &str) {
+        self.last += 1;
+        match self.by_group.get_mut(group) {
+            Some(slot) => *slot = self.last,
+            None => {
+                self.by_group.insert(group.to_string(), self.last);
+            }
+        }
+    }
+
+    /// The group's epoch; 0, which no group is ever stamped with, for one never stamped.
+    pub(super) fn of(&self, group: &str) -> u64 {
+        self.by_group.get(group).copied().unwrap_or(0)
+    }
+
+    pub(super) fn remove(&mut self, group: &str) {
+        self.by_group.remove(group);
+    }
 }
 
 /// One topic's queues of a group as the group's hash counts them: the same on every member,
@@ -306,12 +336,21 @@ impl Registry {
         name
     }
 
+    /// Stamps a group with a new epoch. The rule that reading a registration as a difference
+    /// (and serving an identical one as a repeat) relies on: a broker's kept registration
+    /// stands for its group exactly as that registration left it, so every change to the group
+    /// afterwards, by whomever, stamps it anew: its members or settings, any of its topic
+    /// entries (a registration from another cluster or address speaking for the same group
+    /// included), its removal and creation. The registering broker's own changes are stamped
+    /// before its registration is kept, so they do not invalidate it.
     pub(super) fn bump_group(&mut self, broker_name: &str) {
-        *self
-            .group_epochs
-            .entry(broker_name.to_string())
-            .or_default() += 1;
+        self.stamp_group(broker_name);
         self.topics_changed(broker_name);
+    }
+
+    /// Gives a group a never-used epoch, without dating its topics.
+    pub(super) fn stamp_group(&mut self, broker_name: &str) {
+        self.group_epochs.stamp(broker_name);
     }
 
     /// Notes that a group's topics changed here now.
@@ -434,7 +473,7 @@ impl Registry {
     }
 
     pub(super) fn group_epoch(&self, broker_name: &str) -> u64 {
-        self.group_epochs.get(broker_name).copied().unwrap_or(0)
+        self.group_epochs.of(broker_name)
     }
 
     /// The number of a member's latest registration; 0 if it has none (not a member, or

@@ -566,6 +566,29 @@ enum Step {
     Mirror(usize, Vec<(usize, i32)>),
     Extras,
     Read(usize, bool),
+    /// An earlier registration again, the `back`-th latest (counting round), with one thing
+    /// changed: what brokers that restart, move or fail over do, and what a uniform draw of
+    /// every field rarely makes. Played as the registration it names ([`played`]).
+    Again {
+        back: usize,
+        vary: Vary,
+    },
+}
+
+/// What [`Step::Again`] changes of the registration it repeats.
+#[derive(Clone, Debug)]
+enum Vary {
+    Nothing,
+    Cluster,
+    Group(usize),
+    Id(i64),
+    Addr(usize),
+    Conn(ConnId),
+    /// The data-version counter moved back, as a broker restarted without its store sends.
+    CounterBack,
+    CounterUp,
+    /// Other topics at the same counter, or at the next.
+    Topics(Vec<(usize, i32)>, bool),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -582,6 +605,79 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Extras),
         4 => (0..5usize, any::<bool>()).prop_map(|(t, standard)| Step::Read(t, standard)),
     ]
+}
+
+/// Steps weighted towards registrations that vary earlier ones (see [`Step::Again`]).
+fn varied_step() -> impl Strategy<Value = Step> {
+    let vary = prop_oneof![
+        1 => Just(Vary::Nothing),
+        2 => Just(Vary::Cluster),
+        1 => (0..3usize).prop_map(Vary::Group),
+        2 => (0..3i64).prop_map(Vary::Id),
+        2 => (0..4usize).prop_map(Vary::Addr),
+        2 => (0..3u64).prop_map(Vary::Conn),
+        2 => Just(Vary::CounterBack),
+        1 => Just(Vary::CounterUp),
+        3 => (prop::collection::vec((0..5usize, 1..4i32), 0..5), any::<bool>())
+            .prop_map(|(topics, up)| Vary::Topics(topics, up)),
+    ];
+    prop_oneof![
+        3 => step(),
+        3 => (0..4usize, vary).prop_map(|(back, vary)| Step::Again { back, vary }),
+    ]
+}
+
+/// `steps` with each [`Step::Again`] made the registration it names; one with no registration
+/// before it is dropped.
+fn played(steps: &[Step]) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for step in steps {
+        let Step::Again { back, ref vary } = *step else {
+            out.push(step.clone());
+            continue;
+        };
+        let earlier: Vec<&Step> = out
+            .iter()
+            .rev()
+            .filter(|s| matches!(s, Step::Register { .. }))
+            .collect();
+        let Some(Step::Register {
+            mut cluster,
+            mut group,
+            mut id,
+            mut addr,
+            mut topics,
+            mut counter,
+            mut conn,
+        }) = (!earlier.is_empty()).then(|| earlier[back % earlier.len()].clone())
+        else {
+            continue;
+        };
+        match vary {
+            Vary::Nothing => {}
+            Vary::Cluster => cluster = 1 - cluster,
+            Vary::Group(g) => group = *g,
+            Vary::Id(i) => id = *i,
+            Vary::Addr(a) => addr = *a,
+            Vary::Conn(c) => conn = *c,
+            Vary::CounterBack => counter -= 1,
+            Vary::CounterUp => counter += 1,
+            Vary::Topics(t, up) => {
+                topics = t.clone();
+                counter += i64::from(*up);
+            }
+        }
+        out.push(Step::Register {
+            cluster,
+            group,
+            id,
+            addr,
+            topics,
+            counter,
+            conn,
+        });
+    }
+    out
 }
 
 fn extras() -> RouteExtras {
@@ -716,6 +812,7 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
         Step::Read(t, standard) => {
             table.route_body(TOPICS[t], style(standard), extras);
         }
+        Step::Again { .. } => unreachable!("played as a registration"),
     }
 }
 
@@ -744,6 +841,11 @@ proptest! {
     #[test]
     fn registrations_applied_as_differences_leave_the_routes_of_whole_ones(steps in prop::collection::vec(step(), 1..80)) {
         differences_agree_with_whole_reads(&steps)?;
+    }
+
+    #[test]
+    fn registrations_that_vary_earlier_ones_read_as_differences_leave_the_routes_of_whole_ones(steps in prop::collection::vec(varied_step(), 1..80)) {
+        differences_agree_with_whole_reads(&played(&steps))?;
     }
 }
 
@@ -828,6 +930,52 @@ fn a_group_moving_onto_an_address_another_group_registered_reads_its_table_whole
         Some((6, 3)),
         "as registered last"
     );
+}
+
+#[test]
+fn a_group_emptied_and_registered_anew_does_not_match_an_old_kept_table() {
+    // g0's id 1 at address 2 registers in c1 (t3:3, t0:1); the address moves to id 0 in c0,
+    // id 0 moves to address 0 on connection 2, which closes: g0 is gone with its topics. g0
+    // is created again by id 1 at address 2 in c0; then the c1 registration of that member
+    // comes with t3:3, which its kept table lists. Its group counted its epochs afresh and
+    // matched the kept one, so t3 was stepped over as applied already.
+    let steps = [
+        register_step(1, 0, 1, 2, &[(3, 3), (0, 1)], 1),
+        register_step(0, 0, 0, 2, &[], 0),
+        Step::Register {
+            cluster: 0,
+            group: 0,
+            id: 0,
+            addr: 0,
+            topics: vec![],
+            counter: 0,
+            conn: 2,
+        },
+        Step::Close(2),
+        register_step(0, 0, 1, 2, &[(2, 1), (0, 1)], 0),
+        register_step(1, 0, 1, 2, &[(3, 3)], 0),
+    ];
+    differences_agree_with_whole_reads(&steps).unwrap();
+}
+
+#[test]
+fn a_member_registered_in_two_clusters_reads_whole_after_the_other_changed_its_topics() {
+    // One member of g0 registers in c0 and c1 on one address; its c0 registration changes t0
+    // to 2 queues; its next c1 registration lists t0:1 as its kept c1 table did, at a new data
+    // version, so read whole it sets t0 back to 1 queue.
+    let steps = [
+        register_step(0, 0, 0, 0, &[(0, 1), (1, 1)], 0),
+        register_step(1, 0, 0, 0, &[(0, 1), (1, 1)], 0),
+        register_step(0, 0, 0, 0, &[(0, 2), (1, 1)], 1),
+        register_step(1, 0, 0, 0, &[(0, 1), (1, 1)], 1),
+    ];
+    differences_agree_with_whole_reads(&steps).unwrap();
+    let table = RouteTable::default();
+    let mut now = 0;
+    for step in &steps {
+        take_step(&table, step, &mut now, None);
+    }
+    assert_eq!(table.read(|r| queues_of(r, "t0", "g0")), Some((6, 1)));
 }
 
 /// What people are told, as (kind, subject).
