@@ -37,21 +37,64 @@ fn peer_list(addrs: &[String]) -> String {
     members.join(";")
 }
 
+/// The command that runs a program with its wall clock `skew_s` seconds off (none for 0):
+/// libfaketime preloaded into the program itself (Debian's `faketime` wrapper forks, and a
+/// SIGKILL would then leave the program running), its monotonic clock left real.
+pub fn skewed(skew_s: i64) -> Vec<String> {
+    if skew_s == 0 {
+        return Vec::new();
+    }
+    vec![
+        "env".into(),
+        format!("LD_PRELOAD={}", faketime_library()),
+        format!("FAKETIME={skew_s:+}"),
+        "FAKETIME_DONT_FAKE_MONOTONIC=1".into(),
+    ]
+}
+
+/// Where libfaketime's thread-safe build is (Debian's `faketime` package).
+fn faketime_library() -> String {
+    let candidates = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|dir| dir.path().join("faketime/libfaketimeMT.so.1"))
+        .chain([std::path::PathBuf::from(
+            "/usr/lib/faketime/libfaketimeMT.so.1",
+        )]);
+    for path in candidates {
+        if path.exists() {
+            return path.display().to_string();
+        }
+    }
+    panic!("libfaketime is not installed (Debian package faketime; scripts/install-test-tools)")
+}
+
 impl NamesrvCluster {
     /// Starts `n` NameServers that list each other; `extra` is appended to every config file.
     pub fn start(launch: Launch, n: usize, extra: &str) -> Self {
-        let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        Self::start_skewed(launch, &vec![0; n], extra)
+    }
+
+    /// Starts NameServers that list each other, one per entry of `skews_s`, each with a wall
+    /// clock that many seconds off (libfaketime, the monotonic clock left real: hosts whose
+    /// clocks differ); `extra` is appended to every config file.
+    pub fn start_skewed(launch: Launch, skews_s: &[i64], extra: &str) -> Self {
+        let ports: Vec<u16> = skews_s.iter().map(|_| free_port()).collect();
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let peers = peer_list(&addrs);
         let mut nodes = Nodes::new(launch);
         for (i, port) in ports.iter().enumerate() {
-            nodes.add(|home| {
-                format!(
-                    "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=n{i}\n\
-                     namesrvPeerStorePath={}\n{extra}",
-                    home.join("peers").display()
-                )
-            });
+            nodes.add_wrapped(
+                |home| {
+                    format!(
+                        "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=n{i}\n\
+                         namesrvPeerStorePath={}\n{extra}",
+                        home.join("peers").display()
+                    )
+                },
+                skewed(skews_s[i]),
+            );
         }
         nodes.start_all();
         NamesrvCluster { nodes, addrs }

@@ -89,13 +89,14 @@ pub enum KvCommand {
 }
 
 /// A topic change an admin request makes (wipe or add write permission, delete or register a
-/// topic), stamped so that each member applies it once, and only while it runs.
+/// topic), numbered by its place in the group's log (`KvState::admin`) so that each member
+/// applies it once: members order admin changes by that, never by a clock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminChange {
     /// Unique per change: the member that took the request reads its own result by it.
     pub id: u64,
-    /// When it was proposed (the proposer's clock): a member applies only the changes proposed
-    /// since it started; older ones its routes had, or lost with the restart like any route.
+    /// When it was proposed, on the proposer's clock: for people reading the log only (members
+    /// whose clocks differ would disagree on anything decided by it).
     pub at_ms: i64,
     pub op: AdminOp,
 }
@@ -118,20 +119,12 @@ pub enum AdminOp {
 }
 
 impl AdminOp {
-    /// Applies the change, made at `at_ms`, to this member's routes; how many topics it
-    /// touched. The groups it changes date their topics from `at_ms`, not from when this
-    /// member applies it: one back from a restart applies earlier changes late.
-    /// `late`: made while this member was down, so a later registration supersedes it.
-    pub fn apply(&self, routes: &crate::registry::RouteTable, at_ms: i64, late: bool) -> i64 {
-        routes.change(|r| {
-            if late {
-                r.late(at_ms, |r| self.apply_to(r))
-            } else {
-                r.dated(at_ms, |r| self.apply_to(r))
-            }
-        })
+    /// Applies the change to a lone NameServer's routes; how many topics it touched.
+    pub fn apply(&self, routes: &crate::registry::RouteTable) -> i64 {
+        routes.change(|r| self.apply_to(r))
     }
 
+    /// Applies the change to this member's routes; how many topics it touched.
     fn apply_to(&self, r: &mut crate::registry::Registry) -> i64 {
         match self {
             AdminOp::WritePerm { broker_name, wipe } => {
@@ -310,16 +303,11 @@ pub struct KvGroup {
     to_leader: Mutex<Option<(String, Client)>>,
     /// The applied index the KV store was last made from: stores are made in order.
     synced: Mutex<Option<u64>>,
-    /// The number of the last admin change applied to this member's routes, and the results
-    /// of the latest ones by change id.
-    admin_applied: Mutex<(u64, BTreeMap<u64, i64>)>,
+    /// The results of the latest admin changes applied to this member's routes, by change id.
+    admin_applied: Mutex<BTreeMap<u64, i64>>,
     /// Once this node has caught up with its group, or given up waiting for it.
     caught_up: AtomicBool,
     started: Instant,
-    /// Admin changes made from this time on are not in this node's routes yet: those made
-    /// since the route snapshot it restored was taken, or since it started.
-    routes_as_of_ms: i64,
-    started_ms: i64,
 }
 
 impl KvGroup {
@@ -327,7 +315,6 @@ impl KvGroup {
         peers: Peers,
         store_path: &str,
         connect: rocketmq_raft::Connect,
-        snapshot_taken_ms: Option<i64>,
     ) -> anyhow::Result<Arc<KvGroup>> {
         let settings = Settings {
             name: "namesrv-kv".into(),
@@ -349,11 +336,9 @@ impl KvGroup {
             peer_ips,
             to_leader: Mutex::new(None),
             synced: Mutex::new(None),
-            admin_applied: Mutex::new((0, BTreeMap::new())),
+            admin_applied: Mutex::new(BTreeMap::new()),
             caught_up: AtomicBool::new(false),
             started: Instant::now(),
-            routes_as_of_ms: snapshot_taken_ms.unwrap_or_else(rocketmq_wire::clock::now_ms),
-            started_ms: rocketmq_wire::clock::now_ms(),
         }))
     }
 
@@ -439,10 +424,7 @@ impl KvGroup {
                 None => Err(ConsensusError::Failed("no leader known".into())),
             };
             match attempt {
-                Ok(applied) => {
-                    self.await_applied(local, applied, deadline).await;
-                    return Ok(());
-                }
+                Ok(applied) => return self.await_applied(local, applied, deadline).await,
                 Err(e) => last_error = e.to_string(),
             }
             if Instant::now() + Duration::from_millis(100) >= deadline {
@@ -544,22 +526,40 @@ impl KvGroup {
     }
 
     /// Waits (within the deadline) until this node has applied `applied`, then makes its KV
-    /// store from the group's state: what was just written is read back from this node.
-    async fn await_applied(&self, local: &State, applied: Option<u64>, deadline: Instant) {
+    /// store from the group's state: what was just written is read back from this node. A
+    /// write committed but not applied here by the deadline is not answered SUCCESS: a read
+    /// from this node would not see it yet.
+    async fn await_applied(
+        &self,
+        local: &State,
+        applied: Option<u64>,
+        deadline: Instant,
+    ) -> Result<(), WriteFailed> {
         let mut metrics = self.group.raft().metrics();
-        loop {
+        let held = loop {
             let have = metrics.borrow().last_applied.map(|l| l.index);
             if have >= applied {
-                break;
+                break true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || tokio::time::timeout(left, metrics.changed()).await.is_err() {
-                break;
+                break false;
             }
-        }
+        };
         if let Err(e) = self.sync(local) {
             tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
+            return Err(WriteFailed(format!(
+                "KV write committed, but this NameServer cannot write its KV file: {e}"
+            )));
         }
+        if !held {
+            return Err(WriteFailed(format!(
+                "KV write committed by the group but not yet applied by this NameServer within \
+                 {} s: it is not served here yet",
+                DEADLINE.as_secs()
+            )));
+        }
+        Ok(())
     }
 
     /// Proposes an admin change and waits until this member applied it; how many topics it
@@ -577,7 +577,7 @@ impl KvGroup {
         // the node's own loop applies it first: the answer waits for this node's routes.
         let mut metrics = self.group.raft().metrics();
         loop {
-            if let Some(touched) = self.admin_applied.lock().1.get(&id).copied() {
+            if let Some(touched) = self.admin_applied.lock().get(&id).copied() {
                 return Ok(touched);
             }
             let left = (began + DEADLINE).saturating_duration_since(Instant::now());
@@ -597,8 +597,7 @@ impl KvGroup {
 
     /// Makes the KV store the group's state as applied here, once this node's own file has
     /// been offered to the group, never an older state over a newer one; and applies the admin
-    /// changes its routes lack (made since its route snapshot was taken, or since it started,
-    /// so those made while it was down too) to its routes, each once, in order.
+    /// changes its routes lack to its routes ([`KvGroup::apply_admin`]).
     fn sync(&self, local: &State) -> Result<(), crate::kv::KvError> {
         let mut synced = self.synced.lock();
         let (index, state) = {
@@ -610,26 +609,43 @@ impl KvGroup {
             }
             (index, applied.state.clone())
         };
-        {
-            let mut admin = self.admin_applied.lock();
-            let from = admin.0;
-            for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
-                admin.0 = *seq;
-                if change.at_ms >= self.routes_as_of_ms {
-                    let late = change.at_ms < self.started_ms;
-                    let touched = change.op.apply(&local.routes, change.at_ms, late);
-                    admin.1.insert(change.id, touched);
-                }
-            }
-            while admin.1.len() > ADMIN_KEPT {
-                admin.1.pop_first();
-            }
-        }
+        self.apply_admin(local, &state);
         if state.seeded.contains(&self.peers.self_id) {
             local.kv.replace(state.table)?;
         }
         *synced = index;
         Ok(())
+    }
+
+    /// Applies to this member's routes the admin changes after the position they reflect, each
+    /// once, in log order, moving the position with them under the same lock (so the route
+    /// snapshot holds the two together). Changes committed before this member caught up with
+    /// its group are applied late: only to groups whose topics are as restored, undated, so
+    /// that whatever this member heard since (a broker registering here, a peer's word, which
+    /// carries the change already) stands. Routes with no position (a start without a route
+    /// snapshot) hold nothing such a change could act on until they come from brokers and
+    /// peers, which carry the changes made: the position is taken where the log stands.
+    fn apply_admin(&self, local: &State, state: &KvState) {
+        let late = !self.caught_up();
+        let mut admin = self.admin_applied.lock();
+        local.routes.change(|r| {
+            let Some(from) = r.admin_position() else {
+                r.set_admin_position(state.admin_seq);
+                return;
+            };
+            for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
+                let touched = if late {
+                    r.late(|r| change.op.apply_to(r))
+                } else {
+                    change.op.apply_to(r)
+                };
+                admin.insert(change.id, touched);
+                r.set_admin_position(*seq);
+            }
+        });
+        while admin.len() > ADMIN_KEPT {
+            admin.pop_first();
+        }
     }
 
     /// Whether this node has a leader and has applied what that leader had applied when asked:

@@ -142,7 +142,7 @@ pub async fn run(
                 );
                 let connect = tls.peer_connector()?;
                 let store = &server.namesrv_peer_store_path;
-                Some(kv_group::KvGroup::start(peers, store, connect, restored.taken_ms).await?)
+                Some(kv_group::KvGroup::start(peers, store, connect).await?)
             }
             None => None,
         };

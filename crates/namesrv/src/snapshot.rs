@@ -43,8 +43,11 @@ fn write_key(w: &mut JsonWriter, key: &BrokerAddrKey) {
 /// What a snapshot holds, taken out of the registry while it is held (registrations wait):
 /// the topic table, by far the largest part, as a copy-on-write view that costs no copy.
 struct Captured {
-    /// When it was taken: admin changes made later are not in it.
+    /// When it was taken, for people: nothing is decided by it.
     taken_ms: i64,
+    /// The KV group's admin changes the routes reflect (`kv_group`): a restarted member applies
+    /// those after it.
+    admin_position: Option<u64>,
     groups: Vec<BrokerData>,
     clusters: Vec<(String, Vec<String>)>,
     topics: TopicSnapshot,
@@ -56,6 +59,7 @@ struct Captured {
 fn capture(r: &Registry) -> Captured {
     Captured {
         taken_ms: now_ms(),
+        admin_position: r.admin_position(),
         groups: r.groups().cloned().collect(),
         clusters: r
             .clusters()
@@ -92,6 +96,9 @@ fn write(c: &Captured) -> Vec<u8> {
     let mut w = JsonWriter::with_capacity(JsonStyle::Standard, 4096);
     w.object(|w| {
         w.key("savedAt").int(c.taken_ms);
+        if let Some(position) = c.admin_position {
+            w.key("adminPosition").int(position as i64);
+        }
         w.key("brokers").array(|w| {
             for bd in &c.groups {
                 bd.write(w);
@@ -241,6 +248,13 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
         let servers = entry.get("servers").map(strings).unwrap_or_default();
         r.restore_filter_servers(addr_key(entry)?, servers);
     }
+    if let Some(position) = obj
+        .get("adminPosition")
+        .and_then(Value::as_i64)
+        .and_then(|p| u64::try_from(p).ok())
+    {
+        r.set_admin_position(position);
+    }
     for (topic, infos) in obj.opt_object("mappings")?.into_iter().flatten() {
         for info in infos
             .as_array()
@@ -256,11 +270,10 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
     Ok(r)
 }
 
-/// Routes restored from a snapshot, and when it was taken (none when nothing was restored).
+/// Routes restored from a snapshot.
 #[derive(Default)]
 pub struct Restored {
     pub routes: Registry,
-    pub taken_ms: Option<i64>,
 }
 
 /// Loads the snapshot at `path`; a missing or unreadable one means an empty registry (the
@@ -277,9 +290,9 @@ pub fn load(path: &Path) -> Restored {
     };
     let decoded = parse_value(&bytes)
         .map_err(SnapshotError::from)
-        .and_then(|v| Ok((decode_value(&v)?, v.get("savedAt").and_then(Value::as_i64))));
+        .and_then(|v| decode_value(&v));
     match decoded {
-        Ok((mut r, taken_ms)) => {
+        Ok(mut r) => {
             // A member without a live entry could never expire: it would stay routable forever.
             if r.drop_members_without_live() {
                 warn!("dropped snapshot members that had no live entry");
@@ -290,10 +303,7 @@ pub fn load(path: &Path) -> Restored {
                 topics = r.topic_count(),
                 "restored routes from the snapshot"
             );
-            Restored {
-                taken_ms: taken_ms.filter(|_| r.live_entries().next().is_some()),
-                routes: r,
-            }
+            Restored { routes: r }
         }
         Err(e) => {
             warn!(path = %path.display(), "ignoring a corrupt route snapshot: {e}");

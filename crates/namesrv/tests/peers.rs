@@ -480,6 +480,115 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
     }
 }
 
+/// Members whose wall clocks differ by minutes, as separate hosts' do: node 1's is 90 s behind,
+/// node 2's 10 minutes ahead. An admin change sent to either is in force on all three, and
+/// stays so; no decision compares one member's clock with another's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_changes_through_members_whose_clocks_differ_are_in_force_on_all_three() {
+    let cluster = NamesrvCluster::start_skewed(MQNAMESRV, &[0, -90, 600], "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "skew-broker", 0, "10.1.0.7:10911");
+    let _conn = broker
+        .register_on(cluster.node(0), &["SkewTopic", "SkewTopic2"])
+        .await;
+    for i in 1..3 {
+        eventually("routable everywhere", Duration::from_secs(3), || {
+            routes_to(&cluster, i, "SkewTopic", &broker.addr)
+        })
+        .await;
+    }
+    let perm_everywhere = |perm: &'static str| {
+        let cluster = &cluster;
+        async move {
+            for i in 0..3 {
+                let client = cluster.client(i).await;
+                let route = call(&client, route_request("SkewTopic", 479)).await;
+                if !body_text(&route).contains(perm) {
+                    return false;
+                }
+            }
+            true
+        }
+    };
+    let wipe = RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER)
+        .with_ext("brokerName", broker.name);
+    let wipe = write(&cluster, 1, wipe).await;
+    assert_eq!(wipe.code, response::SUCCESS, "{:?}", wipe.remark);
+    assert_eq!(wipe.ext("wipeTopicCount"), Some("2"));
+    eventually("writes wiped on all three", Duration::from_secs(2), || {
+        perm_everywhere("\"perm\":4")
+    })
+    .await;
+    // And it holds: no member takes the others' older word of the group over it.
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(12) {
+        assert!(
+            perm_everywhere("\"perm\":4").await,
+            "a member routes the broker writable again {:?} after the wipe",
+            began.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let add = RemotingCommand::request(request::ADD_WRITE_PERM_OF_BROKER)
+        .with_ext("brokerName", broker.name);
+    assert_eq!(write(&cluster, 2, add).await.code, response::SUCCESS);
+    eventually("writes back on all three", Duration::from_secs(2), || {
+        perm_everywhere("\"perm\":6")
+    })
+    .await;
+    let delete =
+        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "SkewTopic2");
+    assert_eq!(write(&cluster, 1, delete).await.code, response::SUCCESS);
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(6) {
+        for i in 0..3 {
+            let client = cluster.client(i).await;
+            let route = call(&client, route_request("SkewTopic2", 479)).await;
+            if began.elapsed() > Duration::from_secs(2) {
+                assert_eq!(
+                    route.code,
+                    response::TOPIC_NOT_EXIST,
+                    "node {i} routes it again"
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// A broker registered with the member whose clock is 90 s ahead falls silent, its connection
+/// open: all three drop it within its timeout and a scan or two, not when the others' clocks
+/// reach what the first one's said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_broker_expires_on_every_member_on_time_whatever_their_clocks_say() {
+    let cluster =
+        NamesrvCluster::start_skewed(MQNAMESRV, &[90, 0, -90], "scanNotActiveBrokerInterval=1000");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "ahead-broker", 0, "10.1.0.8:10911");
+    let client = cluster.client(0).await;
+    let register = broker
+        .register_request(&[("AheadTopic", 6), ("AheadTopic2", 6)], dv(1, 0))
+        .with_ext("heartbeatTimeoutMillis", 3000);
+    assert_eq!(call(&client, register).await.code, response::SUCCESS);
+    let silent = Instant::now();
+    for i in 1..3 {
+        eventually("routable on the others", Duration::from_secs(2), || {
+            routes_to(&cluster, i, "AheadTopic", &broker.addr)
+        })
+        .await;
+    }
+    // Its timeout, a scan, and a whole digest's round on the way.
+    for i in 0..3 {
+        eventually(
+            &format!("expired on node {i}"),
+            Duration::from_secs(8).saturating_sub(silent.elapsed()),
+            || async { !routes_to(&cluster, i, "AheadTopic", &broker.addr).await },
+        )
+        .await;
+    }
+    drop(client);
+}
+
 /// Topics deleted while a NameServer was down are gone from it when it says it is ready, though
 /// the routes it restored from its snapshot still held them and its peers' word of the broker is
 /// no newer than its own.
@@ -671,12 +780,20 @@ async fn routing_of(cluster: &NamesrvCluster, i: usize) -> serde_json::Value {
 }
 
 /// One seeded schedule: brokers that know some of three NameServers register, change their
-/// tables, stop (unregistering) and crash; admin changes go to any NameServer; NameServers are
-/// killed with SIGKILL and restarted. Once it ends, with the brokers that are up still
+/// tables, stop (unregistering) and crash; admin changes go to any NameServer; NameServers, each
+/// with its wall clock off by a drawn skew (0, ±90 s, ±10 min), are killed with SIGKILL and
+/// restarted. Once it ends, with the brokers that are up still
 /// registering, all three must route alike, every broker that is up on each, none that is down.
 async fn run_schedule(seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "scanNotActiveBrokerInterval=1000");
+    // Each member's wall clock off by a skew of its own, as on separate hosts (drawn apart
+    // from the schedule, so that a seed's steps stay what they were).
+    let mut skew_rng = fastrand::Rng::with_seed(seed ^ 0x5ca1ab1e);
+    let skews: Vec<i64> = (0..3)
+        .map(|_| [0, 90, -90, 600, -600][skew_rng.usize(..5)])
+        .collect();
+    let mut cluster =
+        NamesrvCluster::start_skewed(MQNAMESRV, &skews, "scanNotActiveBrokerInterval=1000");
     cluster.ready(READY).await;
     let mut down = [false; 3];
     let mut brokers: Vec<ScheduledBroker> = SCHEDULE_BROKERS
@@ -822,8 +939,8 @@ async fn run_schedule(seed: u64) {
                 })
                 .collect();
             panic!(
-                "seed {seed}: the NameServers still disagree 20 s after the schedule\n\
-                 steps: {log:#?}\n{}",
+                "seed {seed}: the NameServers (clocks off by {skews:?} s) still disagree 20 s \
+                 after the schedule\nsteps: {log:#?}\n{}",
                 differing.join("\n")
             );
         }

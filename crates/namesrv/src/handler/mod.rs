@@ -211,7 +211,7 @@ fn admin_change(state: &State, op: crate::kv_group::AdminOp) -> Result<i64, Syst
         Some(group) => tokio::runtime::Handle::current()
             .block_on(group.admin(state, op))
             .map_err(|e| SystemError(e.to_string())),
-        None => Ok(op.apply(&state.routes, rocketmq_wire::clock::now_ms(), false)),
+        None => Ok(op.apply(&state.routes)),
     }
 }
 

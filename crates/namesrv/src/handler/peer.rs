@@ -44,6 +44,7 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
                 None => ok().with_ext(peer_routes::UNCHANGED, "true"),
                 Some((digest, generation)) => ok()
                     .with_ext(peer_routes::GENERATION, generation)
+                    .with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
                     .with_body(serde_json::to_vec(&digest)?),
             }
         }
@@ -58,7 +59,8 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
             let records = state
                 .routes
                 .read(|reg| peer_routes::records(reg, &asked, budget));
-            ok().with_body(peer_routes::encode_pull(&records)?)
+            ok().with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
+                .with_body(peer_routes::encode_pull(&records)?)
         }
         codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),
         _ => handle.block_on(group.serve_raft(r)),

@@ -413,8 +413,10 @@ impl PeerRoutes {
             .ext(GENERATION)
             .and_then(|g| g.parse().ok())
             .unwrap_or_default();
+        let clock = PeerClock::of(&answer);
         let body = answer.body.unwrap_or_default();
-        let theirs: Digest = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let mut theirs: Digest = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        clock.rebase_digest(&mut theirs);
         let comparison = state.routes.read(|r| compare(r, &theirs));
         let differences = comparison.differences();
         if !comparison.left.is_empty() {
@@ -459,9 +461,13 @@ impl PeerRoutes {
                 )
                 .await?;
             budget = PULL_BYTES;
+            let clock = PeerClock::of(&answer);
             let body = answer.body.unwrap_or_default();
             large |= body.len() > crate::memory::LARGE_WORK / 4;
-            let records = decode_pull(body)?;
+            let mut records = decode_pull(body)?;
+            for rec in &mut records {
+                clock.rebase(&mut rec.heard);
+            }
             // The answer covers the asked entries up to the last one it holds; those it skipped
             // before that are no longer heard there.
             let covered = records
@@ -550,6 +556,57 @@ enum Exchanged {
         left_to_others: bool,
     },
 }
+
+/// A peer's instants read on this NameServer's clock. Members' clocks may differ by minutes:
+/// every answer carrying instants also carries the answerer's clock when it answered (`now`),
+/// so that each instant is taken as its age there, subtracted from this NameServer's now, and
+/// never later than now. No decision compares one host's instant with another's.
+#[derive(Clone, Copy, Debug)]
+struct PeerClock {
+    /// This clock less the peer's, at the answer (transit included); `None` from a peer that
+    /// does not say its clock: its instants are only capped at now.
+    shift: Option<i64>,
+    now: i64,
+}
+
+impl PeerClock {
+    fn of(answer: &RemotingCommand) -> Self {
+        Self::at(answer.ext_i64(NOW), rocketmq_wire::clock::now_ms())
+    }
+
+    fn at(peer_now: Option<i64>, now: i64) -> Self {
+        PeerClock {
+            shift: peer_now.map(|p| now.saturating_sub(p)),
+            now,
+        }
+    }
+
+    /// `t` on this clock; 0 (undated) stays 0.
+    fn local(&self, t: i64) -> i64 {
+        if t == 0 {
+            return 0;
+        }
+        t.saturating_add(self.shift.unwrap_or(0)).min(self.now)
+    }
+
+    fn rebase(&self, h: &mut Heard) {
+        h.last_ms = self.local(h.last_ms);
+        h.topics_ms = self.local(h.topics_ms);
+    }
+
+    fn rebase_digest(&self, d: &mut Digest) {
+        for h in &mut d.heard {
+            self.rebase(h);
+        }
+        for gone in &mut d.departed {
+            gone.at_ms = self.local(gone.at_ms);
+        }
+    }
+}
+
+/// The answering NameServer's clock (ms since the epoch) when it answered ROUTE_DIGEST or
+/// ROUTE_PULL ([`PeerClock`]).
+pub const NOW: &str = "now";
 
 /// ROUTE_DIGEST's ext fields: the asker's `since` (the generation of the asked NameServer's
 /// routes at its last whole digest); the answer's `unchanged` (routes still at that generation:
@@ -798,6 +855,36 @@ pub fn register_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peer_s_instants_are_read_as_ages_on_this_clock_and_never_later_than_now() {
+        // The peer's clock is 90 s ahead: it heard the broker 2 s before it answered, and
+        // dated the group's topics 5 s in its own future (a clock that jumped back since).
+        let now = 1_000_000;
+        let peer_now = now + 90_000;
+        let clock = PeerClock::at(Some(peer_now), now);
+        let mut h = heard("a", "1.1.1.1:10911", (0, 1, 1), peer_now - 2_000);
+        h.topics_ms = peer_now + 5_000;
+        let mut digest = Digest {
+            heard: vec![h],
+            departed: vec![Departed {
+                cluster: "c".into(),
+                addr: "1.1.1.2:10911".into(),
+                at_ms: peer_now - 30_000,
+            }],
+        };
+        clock.rebase_digest(&mut digest);
+        assert_eq!(digest.heard[0].last_ms, now - 2_000);
+        assert_eq!(digest.heard[0].topics_ms, now, "capped at now");
+        assert_eq!(digest.departed[0].at_ms, now - 30_000);
+        // 90 s behind, and a peer that does not say its clock: capped only.
+        let behind = PeerClock::at(Some(now - 90_000), now);
+        assert_eq!(behind.local(now - 90_000 - 1_000), now - 1_000);
+        let unsaid = PeerClock::at(None, now);
+        assert_eq!(unsaid.local(now + 60_000), now);
+        assert_eq!(unsaid.local(now - 7), now - 7);
+        assert_eq!(clock.local(0), 0, "undated stays undated");
+    }
 
     pub(super) fn heard(name: &str, addr: &str, version: (i64, i64, i64), last_ms: i64) -> Heard {
         Heard {

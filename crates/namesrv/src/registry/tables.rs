@@ -123,11 +123,17 @@ pub struct Registry {
     /// which a scan of the table would cost milliseconds per look at 100k topics. A NameServer
     /// without peers keeps none.
     pub(super) topic_sums: Option<foldhash::HashMap<Arc<str>, GroupSum>>,
-    /// The time the mutation under way dates its changes from, when not now.
+    /// The time the mutation under way dates its changes from, when not now (a peer's word of
+    /// a group, dated when its topics changed there, on this NameServer's clock).
     pub(super) dating: Option<i64>,
-    /// The mutation under way is an admin change applied late (made while this member was
-    /// down): groups whose topics changed since it was made are left alone.
+    /// The mutation under way is an admin change applied late (committed before this member
+    /// caught up with its KV group): it changes only groups whose topics are as restored, and
+    /// dates nothing.
     pub(super) late: bool,
+    /// The position in the KV group's admin changes these routes reflect (`kv_group`), kept
+    /// with them in the route snapshot: a restarted member applies exactly the changes after
+    /// it, whatever any clock says. `None`: routes that never took an admin change position.
+    pub(super) admin_position: Option<u64>,
 }
 
 /// Each group's epoch, drawn from one counter: epochs are never reused, not even by a group
@@ -353,8 +359,12 @@ impl Registry {
         self.group_epochs.stamp(broker_name);
     }
 
-    /// Notes that a group's topics changed here now.
+    /// Notes that a group's topics changed here now. A late admin change dates nothing: its
+    /// group stays as old as it was restored, so any peer's word of it wins.
     pub(super) fn topics_changed(&mut self, broker_name: &str) {
+        if self.late {
+            return;
+        }
         let now = self.dating.unwrap_or_else(rocketmq_wire::clock::now_ms);
         match self.topics_changed_ms.get_mut(broker_name) {
             Some(at) => *at = (*at).max(now),
@@ -372,21 +382,30 @@ impl Registry {
         out
     }
 
-    /// Whether the group's topics changed after the time the mutation under way is dated (an
-    /// admin change a member applies late): a later registration supersedes it.
+    /// Whether the mutation under way is an admin change applied late and the group's topics
+    /// changed on this member since it started (a registration here, or a peer's word): that
+    /// came after the change was committed or carries it already, and supersedes it. Decided
+    /// by what happened here, never by comparing the proposer's clock with this one.
     pub(super) fn superseded(&self, broker_name: &str) -> bool {
-        self.late
-            && self
-                .dating
-                .is_some_and(|at| self.topics_changed_at(broker_name) > at)
+        self.late && self.topics_changed_ms.contains_key(broker_name)
     }
 
-    /// Runs `f`, an admin change made at `at_ms` and missed while this member was down.
-    pub fn late<R>(&mut self, at_ms: i64, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// Runs `f`, an admin change committed before this member caught up with its group.
+    pub fn late<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         self.late = true;
-        let out = self.dated(at_ms, f);
+        let out = f(self);
         self.late = false;
         out
+    }
+
+    /// The admin change position these routes reflect.
+    pub fn admin_position(&self) -> Option<u64> {
+        self.admin_position
+    }
+
+    /// Notes that these routes reflect the admin changes up to `position`.
+    pub fn set_admin_position(&mut self, position: u64) {
+        self.admin_position = Some(position);
     }
 
     /// Forgets when groups' topics changed (after a restore): they are older than any word a
