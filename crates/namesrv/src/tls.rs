@@ -358,7 +358,10 @@ impl Tls {
                 .await
                 .map_err(|_| "TLS handshake timed out".to_string())?
                 .map_err(|e| format!("TLS handshake: {e}"))?;
-                Ok(rocketmq_wire::client::Client::from_io(tls))
+                Ok(rocketmq_wire::client::Client::from_io_capped(
+                    tls,
+                    rocketmq_raft::PEER_FRAME_LIMIT,
+                ))
             })
         }))
     }

@@ -589,6 +589,82 @@ async fn a_silent_broker_expires_on_every_member_on_time_whatever_their_clocks_s
     drop(client);
 }
 
+/// Something at a member's address that answers every request with a frame announcing 2 GiB and
+/// then sends hundreds of megabytes: the members drop each such link at its header, buffer
+/// nothing of it, try again later, and go on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_announcing_a_huge_answer_costs_the_others_no_memory() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    cluster.kill(2);
+    let listener = tokio::net::TcpListener::bind(&cluster.addrs[2])
+        .await
+        .unwrap();
+    let (links, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let fake = {
+        let (links, sent) = (links.clone(), sent.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut link, _)) = listener.accept().await else {
+                    return;
+                };
+                links.fetch_add(1, Ordering::Relaxed);
+                let sent = sent.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 256];
+                    if link.read(&mut request).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    // Frame length 2 GiB less a little, then up to 512 MiB of it.
+                    let _ = link.write_all(&0x7fff_fff0u32.to_be_bytes()).await;
+                    let chunk = vec![0u8; 1 << 20];
+                    for _ in 0..512 {
+                        if link.write_all(&chunk).await.is_err() {
+                            return;
+                        }
+                        sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    }
+                });
+            }
+        })
+    };
+    let before: Vec<u64> = (0..2)
+        .map(|i| cluster.node(i).memory_kib("VmRSS"))
+        .collect();
+    let mut peak = before.clone();
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(8) {
+        for (i, p) in peak.iter_mut().enumerate() {
+            *p = (*p).max(cluster.node(i).memory_kib("VmRSS"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // A KV write still commits through the two real members.
+    let put = write(&cluster, 0, put_kv_request("ns", "hostile", "1")).await;
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    fake.abort();
+    let (links, sent) = (links.load(Ordering::Relaxed), sent.load(Ordering::Relaxed));
+    println!(
+        "fake member: {links} links, {} MiB sent; RSS before {before:?} KiB, peak {peak:?} KiB",
+        sent >> 20
+    );
+    assert!(
+        links >= 4,
+        "the links were dropped and tried again: {links}"
+    );
+    for i in 0..2 {
+        let grown = peak[i].saturating_sub(before[i]);
+        assert!(
+            grown < 64 * 1024,
+            "node {i} grew by {grown} KiB while a fake member announced 2 GiB answers"
+        );
+    }
+}
+
 /// Topics deleted while a NameServer was down are gone from it when it says it is ready, though
 /// the routes it restored from its snapshot still held them and its peers' word of the broker is
 /// no newer than its own.

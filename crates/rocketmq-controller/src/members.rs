@@ -613,7 +613,7 @@ impl Controller {
 /// Sends TAKE_LEADERSHIP to the member at `addr`.
 async fn ask_to_lead(addr: &str, source: Option<std::net::IpAddr>) -> Result<(), String> {
     let limit = Duration::from_secs(1);
-    let client = Client::connect_from(addr, source, limit)
+    let client = Client::connect_capped(addr, source, limit, rocketmq_raft::PEER_FRAME_LIMIT)
         .await
         .map_err(|e| e.to_string())?;
     let answer = client

@@ -106,11 +106,16 @@ pub type Connect = std::sync::Arc<
         + Sync,
 >;
 
-/// Connections in plaintext.
+/// The longest answer a member takes from another: far above any Raft message (snapshots travel
+/// in chunks of 1 MiB, about 3 MiB as JSON) or route pull (16 MiB of topic lists at most), and a
+/// bound on what a process at a member's address can make a member buffer per connection.
+pub const PEER_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Connections in plaintext, answers capped at [`PEER_FRAME_LIMIT`].
 pub fn plaintext() -> Connect {
     std::sync::Arc::new(|addr, source, deadline| {
         Box::pin(async move {
-            rocketmq_wire::client::Client::connect_from(&addr, source, deadline)
+            rocketmq_wire::client::Client::connect_capped(&addr, source, deadline, PEER_FRAME_LIMIT)
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -147,9 +147,17 @@ impl<C> PeerLink<C> {
             Ok(r) => r,
             Err(e) => {
                 // A timed-out call may leave the connection fine, but a broken one must go:
-                // the next call starts afresh either way.
+                // the next call starts afresh either way, and dropping it stops its reader.
                 self.pool.lock().remove(&self.addr);
-                return Err(Failure::Network(e.to_string()));
+                // A connection that closed before the answer (the peer went away, or sent
+                // what this side refused, such as a frame over the cap) is unreachable for
+                // openraft, which then backs off instead of reconnecting at once.
+                return Err(match e {
+                    rocketmq_wire::client::ClientError::Closed => {
+                        Failure::Unreachable(e.to_string())
+                    }
+                    _ => Failure::Network(e.to_string()),
+                });
             }
         };
         self.answered

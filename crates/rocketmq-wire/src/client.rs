@@ -28,12 +28,15 @@ pub enum ClientError {
 /// the reader has gone.
 type Pending = Arc<Mutex<Option<HashMap<i32, oneshot::Sender<RemotingCommand>>>>>;
 
-/// A connection to a remoting server. Cloning shares the connection.
+/// A connection to a remoting server. Cloning shares the connection; once the last clone is
+/// dropped the connection closes, its reader with it (a reader left to run would buffer
+/// whatever the other side still sends).
 #[derive(Clone)]
 pub struct Client {
     outbound: mpsc::Sender<RemotingCommand>,
     pending: Pending,
     next_opaque: Arc<AtomicI32>,
+    _open: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl Client {
@@ -61,15 +64,28 @@ impl Client {
         source: Option<std::net::IpAddr>,
         deadline: std::time::Duration,
     ) -> Result<Self, ClientError> {
+        Self::connect_capped(addr, source, deadline, usize::MAX).await
+    }
+
+    /// As [`Client::connect_from`], taking no answer frame longer than `max_frame` bytes: the
+    /// connection closes at the first that announces more, before any of it is buffered. For
+    /// links to peers, which a process at a peer's address could make answer gigabytes.
+    pub async fn connect_capped(
+        addr: &str,
+        source: Option<std::net::IpAddr>,
+        deadline: std::time::Duration,
+        max_frame: usize,
+    ) -> Result<Self, ClientError> {
         let stream = tcp_from(addr, source, deadline)
             .await
             .map_err(ClientError::Connect)?;
-        Ok(Self::from_stream(stream))
+        let (read, write) = stream.into_split();
+        Ok(Self::from_halves(read, write, max_frame))
     }
 
     pub fn from_stream(stream: TcpStream) -> Self {
         let (read, write) = stream.into_split();
-        Self::from_halves(read, write)
+        Self::from_halves(read, write, usize::MAX)
     }
 
     /// A client over any byte stream, TLS for one.
@@ -77,11 +93,19 @@ impl Client {
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
-        let (read, write) = tokio::io::split(stream);
-        Self::from_halves(read, write)
+        Self::from_io_capped(stream, usize::MAX)
     }
 
-    fn from_halves<R, W>(read: R, write: W) -> Self
+    /// As [`Client::from_io`], taking no answer frame longer than `max_frame` bytes.
+    pub fn from_io_capped<S>(stream: S, max_frame: usize) -> Self
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        Self::from_halves(read, write, max_frame)
+    }
+
+    fn from_halves<R, W>(read: R, write: W, max_frame: usize) -> Self
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -106,9 +130,20 @@ impl Client {
             }
         });
         let reader_pending = pending.clone();
+        let open = tokio_util::sync::CancellationToken::new();
+        let closed = open.clone();
         tokio::spawn(async move {
-            let mut frames = FramedRead::new(read, RemotingCodec::new(usize::MAX));
-            while let Some(Ok(cmd)) = frames.next().await {
+            let mut frames = FramedRead::new(read, RemotingCodec::new(max_frame));
+            loop {
+                let cmd = tokio::select! {
+                    _ = closed.cancelled() => break,
+                    frame = frames.next() => match frame {
+                        Some(Ok(cmd)) => cmd,
+                        // A frame over the cap, a malformed one, or the end: the connection is
+                        // done either way.
+                        _ => break,
+                    },
+                };
                 release_if_large(frames.read_buffer_mut());
                 if !cmd.is_response() {
                     continue;
@@ -129,6 +164,7 @@ impl Client {
             outbound,
             pending,
             next_opaque: Arc::new(AtomicI32::new(1)),
+            _open: Arc::new(open.drop_guard()),
         }
     }
 
