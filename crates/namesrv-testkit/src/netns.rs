@@ -151,6 +151,27 @@ impl Net {
         self.route(i, to, cut);
     }
 
+    /// Makes `/etc/hosts` of every namespace of this network (what a process started there with
+    /// `ip netns exec` reads) name these addresses: how a test moves a name to another address,
+    /// or makes it resolve late or not at all, as a cluster's DNS does. Written in place, so a
+    /// running process sees the change at its next lookup.
+    pub fn name_hosts(&self, entries: &[(&str, &str)]) {
+        let mut text = String::from("127.0.0.1 localhost\n");
+        for (name, ip) in entries {
+            text.push_str(&format!("{ip} {name}\n"));
+        }
+        for i in 0..self.nodes {
+            let dir = self.etc(i);
+            std::fs::create_dir_all(&dir).expect("/etc/netns is writable (root)");
+            std::fs::write(dir.join("hosts"), &text).expect("the hosts file is written");
+        }
+    }
+
+    /// Where `ip netns exec` finds the files it shows a namespace as its `/etc`.
+    fn etc(&self, i: usize) -> std::path::PathBuf {
+        std::path::Path::new("/etc/netns").join(self.ns(i))
+    }
+
     /// Removes every cut.
     pub fn heal(&mut self) {
         for (ns, to) in std::mem::take(&mut self.cuts) {
@@ -175,6 +196,7 @@ impl Drop for Net {
         for i in 0..self.nodes {
             quiet(&["netns", "del", &self.ns(i)]);
             quiet(&["link", "del", &format!("{}h{i}", self.tag)]);
+            let _ = std::fs::remove_dir_all(self.etc(i));
         }
         quiet(&["link", "del", &self.bridge()]);
     }

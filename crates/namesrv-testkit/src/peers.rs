@@ -70,6 +70,33 @@ fn faketime_library() -> String {
     panic!("libfaketime is not installed (Debian package faketime; scripts/install-test-tools)")
 }
 
+fn netns_wrap(net: &crate::Net, ns: usize) -> Vec<String> {
+    ["ip", "netns", "exec", &net.ns(ns)]
+        .map(String::from)
+        .to_vec()
+}
+
+/// The config of member `id` of `addrs`, bound to namespace `ns`'s address.
+fn named_props<'a>(
+    net: &'a crate::Net,
+    ns: usize,
+    port: u16,
+    addrs: &'a [String],
+    id: usize,
+    extra: &'a str,
+) -> impl Fn(&std::path::Path) -> String + 'a {
+    let ip = net.node_ip(ns);
+    let peers = peer_list(addrs);
+    move |home| {
+        format!(
+            "listenPort={port}\nbindAddress={ip}\nhttpBindAddress={ip}\n\
+             namesrvPeers={peers}\nnamesrvSelfId=n{id}\n\
+             namesrvPeerStorePath={}\n{extra}",
+            home.join("peers").display()
+        )
+    }
+}
+
 impl NamesrvCluster {
     /// Starts `n` NameServers that list each other; `extra` is appended to every config file.
     pub fn start(launch: Launch, n: usize, extra: &str) -> Self {
@@ -128,6 +155,40 @@ impl NamesrvCluster {
         }
         nodes.start_all();
         NamesrvCluster { nodes, addrs }
+    }
+
+    /// NameServers named by host name (`names`, resolved through the namespaces' hosts files,
+    /// [`crate::Net::name_hosts`]), node `i` in namespace `i` of `net` at its address there,
+    /// all on one port; `extra` is appended to every config file.
+    pub fn start_named_in_net(
+        launch: Launch,
+        net: &crate::Net,
+        names: &[&str],
+        extra: &str,
+    ) -> Self {
+        let port = crate::controller::free_port();
+        let addrs: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+        let mut nodes = Nodes::new(launch);
+        for i in 0..names.len() {
+            let props = named_props(net, i, port, &addrs, i, extra);
+            nodes.add_wrapped(|home| props(home), netns_wrap(net, i));
+        }
+        nodes.start_all();
+        NamesrvCluster { nodes, addrs }
+    }
+
+    /// Kills node `i` (of [`NamesrvCluster::start_named_in_net`]) and starts it again in
+    /// namespace `ns` of `net`, at the address there, on its home and stores: a pod rescheduled
+    /// to another host under the same name. The name is the test's to move.
+    pub fn move_named(&mut self, i: usize, net: &crate::Net, ns: usize, extra: &str) {
+        let port: u16 = self.addrs[i]
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .expect("a member address with a port");
+        self.nodes.kill(i);
+        let props = named_props(net, ns, port, &self.addrs, i, extra)(&self.nodes.home(i));
+        self.nodes.relocate(i, props, netns_wrap(net, ns));
+        self.nodes.restart(i);
     }
 
     pub async fn client(&self, i: usize) -> Client {

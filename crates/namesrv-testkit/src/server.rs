@@ -115,6 +115,13 @@ impl Nodes {
         self.nodes.push(None);
     }
 
+    /// Node `i` runs with `props` through `wrap` from its next start on (a pod rescheduled to
+    /// another host, its home and stores kept).
+    pub fn relocate(&mut self, i: usize, props: String, wrap: Vec<String>) {
+        self.props[i] = props;
+        self.wraps[i] = wrap;
+    }
+
     pub fn start_all(&mut self) {
         for i in 0..self.nodes.len() {
             self.restart(i);

@@ -9,14 +9,15 @@
 //! (`Seed`): keys the group lacks are taken, keys it has keep the group's value. So turning
 //! peers on over existing NameServers loses no entry any of them held.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rocketmq_raft::group::{resolve_all, Served, DEADLINE};
+use rocketmq_raft::group::{Served, DEADLINE};
+use rocketmq_raft::trust::MemberAddresses;
 use rocketmq_raft::{ConsensusError, Group, NodeId, Settings};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response as resp;
@@ -297,8 +298,10 @@ pub struct WriteFailed(pub String);
 pub struct KvGroup {
     group: Arc<Group<KvState>>,
     peers: Peers,
-    /// The members' addresses: the group's requests are taken from these only.
-    peer_ips: HashSet<IpAddr>,
+    /// The members' addresses, their names resolved again and again: the group's requests are
+    /// taken from these only.
+    addresses: Arc<MemberAddresses>,
+    stop: tokio_util::sync::CancellationToken,
     /// The connection to the leader writes are passed on over.
     to_leader: Mutex<Option<(String, Client)>>,
     /// The applied index the KV store was last made from: stores are made in order.
@@ -329,11 +332,14 @@ impl KvGroup {
             connect,
         };
         let group = Group::start(settings).await?;
-        let peer_ips = resolve_all(peers.members.values()).await;
+        let addresses = MemberAddresses::resolve(peers.members.values().cloned().collect()).await;
+        let stop = tokio_util::sync::CancellationToken::new();
+        addresses.keep_fresh(stop.clone());
         Ok(Arc::new(KvGroup {
             group,
             peers,
-            peer_ips,
+            addresses,
+            stop,
             to_leader: Mutex::new(None),
             synced: Mutex::new(None),
             admin_applied: Mutex::new(BTreeMap::new()),
@@ -343,11 +349,14 @@ impl KvGroup {
     }
 
     pub async fn shutdown(&self) {
+        self.stop.cancel();
         self.group.shutdown().await;
     }
 
-    pub fn is_peer(&self, ip: IpAddr) -> bool {
-        self.peer_ips.contains(&ip)
+    /// Whether `ip` is a member's address now: a member that moved is heard as soon as its
+    /// name resolves there.
+    pub async fn is_peer(&self, ip: IpAddr) -> bool {
+        self.addresses.admits(ip).await
     }
 
     /// The node's own address, which its connections to peers come from.

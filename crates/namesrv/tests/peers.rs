@@ -761,6 +761,85 @@ async fn nameservers_cut_off_from_each_other_serve_both_sides_and_agree_after_he
     }
 }
 
+/// Node 2, once ready, routes `broker` within `within`, and a KV write `key` through it commits
+/// and reaches all three.
+async fn routes_and_writes(cluster: &NamesrvCluster, broker: &Broker, key: &str, within: Duration) {
+    cluster.node_ready(2, READY).await;
+    let ready = Instant::now();
+    eventually("the named member routes the broker", within, || {
+        routes_to(cluster, 2, "NamedTopic", &broker.addr)
+    })
+    .await;
+    println!("{key}: routed {:?} after ready", ready.elapsed());
+    let put = write(cluster, 2, put_kv_request("ns", key, "1")).await;
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    for i in 0..3 {
+        eventually(
+            "the write on every member",
+            Duration::from_secs(3),
+            || async { get_kv(cluster, i, "ns", key).await.as_deref() == Some("1") },
+        )
+        .await;
+    }
+}
+
+/// Members named by host name, as a StatefulSet's headless service names them, each in a
+/// namespace with its own address and its own view of the names (hosts files). One name
+/// resolves only after the members started; later that member is killed and started again at
+/// a new address under the same name (a rescheduled pod), and for a while its old name resolves
+/// nowhere. Each time it routes what the others route within a second of saying ready, and KV
+/// writes through it commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_named_by_host_name_are_heard_when_their_name_resolves_late_or_moves() {
+    let Some(net) = Net::new(6, 4, 0) else {
+        return;
+    };
+    let names = [
+        "nsrv-0.peers.test",
+        "nsrv-1.peers.test",
+        "nsrv-2.peers.test",
+    ];
+    let (ip0, ip1, ip2, ip3) = (
+        net.node_ip(0),
+        net.node_ip(1),
+        net.node_ip(2),
+        net.node_ip(3),
+    );
+    // nsrv-2 does not resolve yet.
+    net.name_hosts(&[(names[0], &ip0), (names[1], &ip1)]);
+    let mut cluster = NamesrvCluster::start_named_in_net(MQNAMESRV, &net, &names, "");
+    let broker = Broker::new("c", "named-broker", 0, "10.3.0.1:10911");
+    cluster.node_ready(0, READY).await;
+    let _conn = broker
+        .register_on(cluster.node(0), &["NamedTopic", "NamedTopic2"])
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    net.name_hosts(&[(names[0], &ip0), (names[1], &ip1), (names[2], &ip2)]);
+    // Its peers hear it once they resolve its name again: within a refresh of it.
+    routes_and_writes(&cluster, &broker, "late", Duration::from_secs(5)).await;
+
+    // Rescheduled: killed, its name gone for a while, then at a new address.
+    cluster.kill(2);
+    net.name_hosts(&[(names[0], &ip0), (names[1], &ip1)]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    net.name_hosts(&[(names[0], &ip0), (names[1], &ip1), (names[2], &ip3)]);
+    cluster.move_named(2, &net, 3, "");
+    let restarted = Instant::now();
+    let moved = Broker::new("c", "moved-broker", 0, "10.3.0.2:10911");
+    let _moved = moved
+        .register_on(cluster.node(1), &["MovedTopic", "MovedTopic2"])
+        .await;
+    cluster.node_ready(2, READY).await;
+    println!("moved: ready {:?} after the restart", restarted.elapsed());
+    routes_and_writes(&cluster, &broker, "moved", Duration::from_secs(1)).await;
+    eventually(
+        "the moved member routes what registered meanwhile",
+        Duration::from_secs(1),
+        || routes_to(&cluster, 2, "MovedTopic", &moved.addr),
+    )
+    .await;
+}
+
 /// The brokers of a schedule, each knowing some of the NameServers.
 const SCHEDULE_BROKERS: [&str; 4] = ["sb0", "sb1", "sb2", "sb3"];
 const SCHEDULE_TOPICS: usize = 6;

@@ -55,20 +55,22 @@ pub async fn handle(
         .flatten()
         .map(|(k, v)| k.len() + v.len())
         .sum();
+    // Resolved again for a stranger (a member may have moved): only for the codes that ask.
+    let from_member = (peers_only || members_admin) && controller.is_peer(from).await;
     let answer = match req.code {
         // What a request's headers carry becomes a log entry that every node replicates: one
         // bigger than any broker sends would stall replication once it outgrew a frame.
         _ if header_bytes > MAX_HEADER_BYTES => invalid("the request's header fields are too long"),
         // A forged vote with a high term would depose the leader, a forged heartbeat keep a dead
         // broker alive: only the group's members speak these.
-        _ if peers_only && !controller.is_peer(from) => {
+        _ if peers_only && !from_member => {
             tracing::warn!(%from, code = req.code, "controller peer request from a non-member refused");
             ResponseDraft::code(
                 response::NO_PERMISSION,
                 "raft requests are accepted from the controller group's members only",
             )
         }
-        _ if members_admin && !from.is_loopback() && !controller.is_peer(from) => {
+        _ if members_admin && !from.is_loopback() && !from_member => {
             tracing::warn!(%from, code = req.code, "member change from a non-member host refused");
             ResponseDraft::code(
                 response::NO_PERMISSION,

@@ -4,7 +4,7 @@
 //! is ours is only what is checked before one is proposed and how a leader gets its successor
 //! elected without waiting for election timeouts.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use rocketmq_wire::body::{ControllerMember, ControllerMembers};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
-use crate::node::{resolve, response, Controller};
+use crate::node::{response, Controller};
 use crate::raft::codes;
 
 /// How long an added node may take to catch up with the leader's log before it is made a voter.
@@ -172,13 +172,12 @@ impl Controller {
     pub(crate) fn follow_membership(self: &Arc<Self>) {
         let stored = self.raft().metrics().borrow().membership_config.clone();
         let at = *stored.log_id();
-        {
-            let mut seen = self.membership_seen.lock();
-            if *seen == Some(at) {
-                return;
-            }
-            *seen = Some(at);
+        // Held until the names are given: a newer membership seen meanwhile gives its own after.
+        let mut seen = self.membership_seen.lock();
+        if *seen == Some(at) {
+            return;
         }
+        *seen = Some(at);
         let addrs: Vec<String> = stored
             .membership()
             .nodes()
@@ -194,17 +193,10 @@ impl Controller {
                  until it is added again"
             );
         }
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut ips = HashSet::new();
-            for addr in &addrs {
-                ips.extend(resolve(addr).await);
-            }
-            // A newer membership may have been seen while this one was resolved: it wins.
-            if !ips.is_empty() && *this.membership_seen.lock() == Some(at) {
-                this.peer_ips.send_replace(ips);
-            }
-        });
+        self.addresses.set_names(addrs);
+        drop(seen);
+        let addresses = self.addresses.clone();
+        tokio::spawn(async move { addresses.refresh().await });
     }
 
     fn lead(&self) -> Result<(), MemberError> {

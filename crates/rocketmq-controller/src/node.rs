@@ -18,8 +18,8 @@ use crate::raft::{codes, Applied, Raft, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
 use prometheus_client::metrics::histogram::Histogram;
-use rocketmq_raft::group::resolve_all;
-pub use rocketmq_raft::group::{resolve, RaftStatus};
+pub use rocketmq_raft::group::RaftStatus;
+use rocketmq_raft::trust::MemberAddresses;
 pub use rocketmq_raft::{ConsensusError, Group, Settings};
 use rocketmq_wire::RemotingCommand;
 
@@ -74,9 +74,10 @@ pub struct Controller {
     notifier: Notifier,
     counters: Counters,
     /// The addresses of the group's members (the replicated membership's, the config's until
-    /// the node has one): Raft requests and forwarded heartbeats are accepted from these only.
-    pub(crate) peer_ips: tokio::sync::watch::Sender<std::collections::HashSet<std::net::IpAddr>>,
-    /// The membership `peer_ips` was last resolved from.
+    /// the node has one), their names resolved again and again: Raft requests and forwarded
+    /// heartbeats are accepted from these only.
+    pub(crate) addresses: Arc<MemberAddresses>,
+    /// The membership `addresses` was last given.
     pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
     /// Passes heartbeats brokers send this follower on to the leader.
     forwarder: Forwarder,
@@ -96,8 +97,10 @@ impl Controller {
     /// Opens the node's store and joins (or, the first time, forms) the group.
     pub async fn start(config: ControllerConfig) -> anyhow::Result<Arc<Controller>> {
         let group = Group::start(group_settings(&config)).await?;
-        let peer_ips = resolve_all(group.settings().members.values()).await;
+        let addresses =
+            MemberAddresses::resolve(group.settings().members.values().cloned().collect()).await;
         let shutdown = CancellationToken::new();
+        addresses.keep_fresh(shutdown.clone());
         let controller = Arc::new(Controller {
             forwarder: Forwarder::start(group.source(), shutdown.clone()),
             config: RwLock::new(config),
@@ -105,7 +108,7 @@ impl Controller {
             live: Mutex::new(LiveTable::default()),
             notifier: Notifier,
             counters: Counters::default(),
-            peer_ips: tokio::sync::watch::Sender::new(peer_ips),
+            addresses,
             membership_seen: Mutex::new(None),
             recent: Recent::default(),
             shutdown,
@@ -142,16 +145,17 @@ impl Controller {
         Ok(())
     }
 
-    /// Whether `ip` is an address of one of the group's members.
-    pub fn is_peer(&self, ip: std::net::IpAddr) -> bool {
-        self.peer_ips.borrow().contains(&ip)
+    /// Whether `ip` is an address of one of the group's members now: one that moved is heard
+    /// as soon as its name resolves there.
+    pub async fn is_peer(&self, ip: std::net::IpAddr) -> bool {
+        self.addresses.admits(ip).await
     }
 
-    /// The addresses of the group's members, kept up with the membership.
+    /// The addresses of the group's members, kept up with the membership and their names.
     pub fn peer_ips(
         &self,
     ) -> tokio::sync::watch::Receiver<std::collections::HashSet<std::net::IpAddr>> {
-        self.peer_ips.subscribe()
+        self.addresses.subscribe()
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease.

@@ -839,15 +839,6 @@ pub async fn resolve(addr: &str) -> Vec<IpAddr> {
     }
 }
 
-/// The addresses every listed member resolves to.
-pub async fn resolve_all<'a>(addrs: impl IntoIterator<Item = &'a String>) -> HashSet<IpAddr> {
-    let mut ips = HashSet::new();
-    for addr in addrs {
-        ips.extend(resolve(addr).await);
-    }
-    ips
-}
-
 /// Runs `f` when dropped, however the scope ends.
 fn scopeguard(f: impl FnOnce()) -> impl Drop {
     struct Guard<F: FnOnce()>(Option<F>);

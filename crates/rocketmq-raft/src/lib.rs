@@ -8,7 +8,8 @@
 //! - [`metrics`]: a group's Prometheus series under the user's prefix;
 //! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
 //!   machine rebuilt from them;
-//! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`].
+//! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`];
+//! - [`trust`]: which addresses speak for the members now, their names resolved again and again.
 
 // The error types are openraft's, fixed by the traits implemented here; boxing them locally
 // would only add a conversion at every boundary.
@@ -18,6 +19,7 @@ pub mod group;
 pub mod metrics;
 pub mod network;
 pub mod store;
+pub mod trust;
 
 use std::io::Cursor;
 

@@ -18,9 +18,11 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
                 .with_remark(format!(" request type {} not supported", r.code)),
         );
     };
+    // Served on the blocking pool (`Facts::blocking`), where waiting for the group is allowed.
+    let handle = tokio::runtime::Handle::current();
     // A forged vote with a high term would depose the leader, a forged write skip the
     // signature check its first NameServer made.
-    if !group.is_peer(c.origin.peer) {
+    if !handle.block_on(group.is_peer(c.origin.peer)) {
         tracing::warn!(from = %c.origin.peer, code = r.code, "KV group request from a non-member refused");
         return Ok(
             RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(
@@ -29,8 +31,6 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
         );
     }
     let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
-    // Served on the blocking pool (`Facts::blocking`), where waiting for the group is allowed.
-    let handle = tokio::runtime::Handle::current();
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold
         // what they undid, dated later than the change: its peers must not take them.
