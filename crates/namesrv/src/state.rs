@@ -95,6 +95,20 @@ impl State {
             && self.started.elapsed().as_secs() < s.server.wait_seconds_for_service.max(0) as u64
     }
 
+    /// Why this NameServer does not answer clients' route requests yet, when it has peers and
+    /// has not caught up with them since it started: its routes (restored from its snapshot)
+    /// may still hold a topic deleted or a permission wiped while it was down. Bounded: a member
+    /// stops waiting for peers that do not answer (10 s, or 120 s while a pull goes on).
+    pub fn catching_up(&self) -> Option<&'static str> {
+        if self.kv_group.as_ref().is_some_and(|g| !g.caught_up()) {
+            return Some("catching up with its KV group (admin changes made while it was down)");
+        }
+        if self.peer_routes.as_ref().is_some_and(|p| !p.filled()) {
+            return Some("taking its peers' routes");
+        }
+        None
+    }
+
     /// What a topic's route shows besides the registry, as clients are given it.
     pub fn route_extras(&self, topic: &str) -> RouteExtras {
         let (acting_master, order_enabled) = {

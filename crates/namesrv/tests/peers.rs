@@ -556,6 +556,71 @@ async fn admin_changes_through_members_whose_clocks_differ_are_in_force_on_all_t
     }
 }
 
+/// A member back from a crash, whose route snapshot still holds a topic deleted and a broker
+/// whose write permission was wiped while it was down: a client asking it from its first
+/// accepted connection on never gets either; until it has caught up it answers SYSTEM_ERROR
+/// saying so (clients keep their last route, or ask another NameServer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_member_never_answers_with_what_was_undone_while_it_was_down() {
+    let mut cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
+    cluster.ready(READY).await;
+    let broker = Broker::new("c", "returning-broker", 0, "10.1.0.9:10911");
+    let _conn = broker
+        .register_on(cluster.node(0), &["KeptTopic", "GoneTopic"])
+        .await;
+    eventually("routable on node 2", Duration::from_secs(3), || {
+        routes_to(&cluster, 2, "GoneTopic", &broker.addr)
+    })
+    .await;
+    // Its snapshot is saved within a second of a change.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cluster.kill(2);
+    let wipe = RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER)
+        .with_ext("brokerName", broker.name);
+    assert_eq!(write(&cluster, 0, wipe).await.code, response::SUCCESS);
+    let delete =
+        RemotingCommand::request(request::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "GoneTopic");
+    assert_eq!(write(&cluster, 1, delete).await.code, response::SUCCESS);
+    cluster.restart(2);
+    let addr = cluster.addrs[2].clone();
+    let began = Instant::now();
+    let client = loop {
+        if let Ok(c) = rocketmq_wire::client::Client::connect(&addr).await {
+            break c;
+        }
+        assert!(began.elapsed() < READY, "node 2 accepts connections");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let (mut refused, mut served) = (0, 0);
+    while began.elapsed() < Duration::from_secs(6) {
+        let kept = call(&client, route_request("KeptTopic", 479)).await;
+        match kept.code {
+            response::SUCCESS => {
+                served += 1;
+                assert!(
+                    body_text(&kept).contains("\"perm\":4"),
+                    "the wiped broker served writable: {}",
+                    body_text(&kept)
+                );
+            }
+            response::SYSTEM_ERROR => {
+                refused += 1;
+                assert!(kept
+                    .remark
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("not ready"));
+            }
+            other => panic!("answered {other}: {:?}", kept.remark),
+        }
+        let gone = call(&client, route_request("GoneTopic", 479)).await;
+        assert_ne!(gone.code, response::SUCCESS, "the deleted topic served");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("{refused} route requests refused while catching up, {served} served after");
+    assert!(served > 0, "served once caught up");
+}
+
 /// A broker registered with the member whose clock is 90 s ahead falls silent, its connection
 /// open: all three drop it within its timeout and a scan or two, not when the others' clocks
 /// reach what the first one's said.

@@ -18,6 +18,11 @@ pub fn topic_route(state: &State, r: &RemotingCommand) -> HandlerResult {
     if state.waiting_for_service() {
         return Err(SystemError("name server not ready".into()));
     }
+    if let Some(why) = state.catching_up() {
+        return Err(SystemError(format!(
+            "name server not ready: {why}; ask another NameServer"
+        )));
+    }
     let header = GetRouteInfoHeader::from_command(r)?;
     let topic = header.topic.unwrap_or("null");
     // Only a cache miss needs the settings and the KV store.
