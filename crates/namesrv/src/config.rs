@@ -88,6 +88,9 @@ rocketmq_wire::key_table! {
     "namesrvSelfId" => namesrv_self_id: String = String::new();
     // Ours: where this NameServer keeps the KV group's Raft log and snapshots.
     "namesrvPeerStorePath" => namesrv_peer_store_path: String = home.join("namesrv").join("peers").display().to_string();
+    // Ours: a file holding the secret every member of namesrvPeers shares, with which they prove
+    // who they are to each other. Empty: members are told apart by their addresses only.
+    "namesrvPeerSecretPath" => namesrv_peer_secret_path: String = String::new();
 }
 }
 
@@ -102,9 +105,10 @@ rocketmq_wire::key_table! {
 ///   interface after the next restart;
 /// - `advertisedAddresses`: the address server answers it to clients looking for name
 ///   servers, so rewriting it would send a cluster's clients to a server of the attacker's.
-/// - `namesrvPeers`, `namesrvSelfId`, `namesrvPeerStorePath`: who the KV group's members are
-///   and where this one keeps its log cannot change under a running group.
-const ALWAYS_BLACKLISTED: [&str; 14] = [
+/// - `namesrvPeers`, `namesrvSelfId`, `namesrvPeerStorePath`, `namesrvPeerSecretPath`: who the
+///   KV group's members are, how they prove it and where this one keeps its log cannot change
+///   under a running group.
+const ALWAYS_BLACKLISTED: [&str; 15] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -119,6 +123,7 @@ const ALWAYS_BLACKLISTED: [&str; 14] = [
     "namesrvPeers",
     "namesrvSelfId",
     "namesrvPeerStorePath",
+    "namesrvPeerSecretPath",
 ];
 
 /// TLS settings decide whether traffic is encrypted and peers verified, and name certificate

@@ -52,9 +52,11 @@ pub mod codes {
     /// route exchange's): these are taken from members only.
     pub fn is_peer_code(code: i32) -> bool {
         use crate::peer_routes::codes::{ROUTE_DIGEST, ROUTE_PULL};
+        use rocketmq_raft::peer_auth::PEER_HELLO;
         matches!(
             code,
-            APPEND_ENTRIES
+            PEER_HELLO
+                | APPEND_ENTRIES
                 | VOTE
                 | INSTALL_SNAPSHOT
                 | PROBE

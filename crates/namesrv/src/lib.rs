@@ -133,27 +133,50 @@ pub async fn run(
         .as_deref()
         .map(snapshot::load)
         .unwrap_or_default();
-    let kv_group =
-        match kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)? {
-            Some(peers) => {
-                info!(
-                    members = peers.members.len(),
-                    "KV config replicated among the NameServers of namesrvPeers"
-                );
-                let connect = tls.peer_connector()?;
-                let store = &server.namesrv_peer_store_path;
-                Some(kv_group::KvGroup::start(peers, store, connect).await?)
-            }
-            None => None,
-        };
+    let peers = kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)?;
+    let peer_secret = match (&peers, server.namesrv_peer_secret_path.trim()) {
+        (Some(_), "") if server.authentication_enabled => anyhow::bail!(
+            "authenticationEnabled=true with namesrvPeers needs namesrvPeerSecretPath: without \
+             it any process on a member's host could change every member's state through a \
+             peer request"
+        ),
+        (Some(_), "") => None,
+        (Some(_), path) => Some(
+            rocketmq_raft::peer_auth::PeerSecret::load(std::path::Path::new(path))
+                .map_err(anyhow::Error::msg)?,
+        ),
+        (None, _) => None,
+    };
+    // Links to peers: over TLS when this port takes only TLS, sealed with the secret if any.
+    let peer_connector = || -> anyhow::Result<rocketmq_raft::Connect> {
+        let connect = tls.peer_connector()?;
+        Ok(match &peer_secret {
+            Some(secret) => rocketmq_raft::peer_auth::sealed(connect, secret.clone()),
+            None => connect,
+        })
+    };
+    let kv_group = match peers {
+        Some(peers) => {
+            info!(
+                members = peers.members.len(),
+                proven = peer_secret.is_some(),
+                "KV config replicated among the NameServers of namesrvPeers"
+            );
+            let store = &server.namesrv_peer_store_path;
+            Some(kv_group::KvGroup::start(peers, store, peer_connector()?).await?)
+        }
+        None => None,
+    };
     let peer_routes = match &kv_group {
         Some(group) => Some(peer_routes::PeerRoutes::new(
             group.others(),
-            tls.peer_connector()?,
+            peer_connector()?,
             group.source(),
         )),
         None => None,
     };
+    let peer_sessions =
+        peer_secret.map(|s| Arc::new(rocketmq_raft::peer_auth::PeerSessions::new(s)));
     let credentials = if server.authentication_enabled {
         Some(Arc::new(auth::Credentials::open(
             server.auth_credentials_path.clone().into(),
@@ -236,6 +259,7 @@ pub async fn run(
         kv: kv.clone(),
         kv_group: kv_group.clone(),
         peer_routes: peer_routes.clone(),
+        peer_sessions,
         events: routes.events(),
         routes,
         unregister_queue: queue_tx,

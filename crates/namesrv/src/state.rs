@@ -33,6 +33,8 @@ pub struct State {
     pub kv_group: Option<Arc<KvGroup>>,
     /// The route exchange with the same peers.
     pub peer_routes: Option<Arc<crate::peer_routes::PeerRoutes>>,
+    /// With `namesrvPeerSecretPath`: the sealed links peers opened to this NameServer.
+    pub peer_sessions: Option<Arc<rocketmq_raft::peer_auth::PeerSessions>>,
     pub routes: RouteTable,
     /// Recent changes for the status page; the registry writes its own into it.
     pub events: Arc<EventLog>,
@@ -78,6 +80,9 @@ impl State {
     /// on another connection is not on this one any more.
     pub fn connection_closed(&self, conn: ConnId) {
         self.connections.remove(&conn);
+        if let Some(sessions) = &self.peer_sessions {
+            sessions.closed(conn);
+        }
         // Most connections are clients': only a connection a broker registered on is worth
         // the write lock, which route lookups wait for.
         if self.routes.read(|r| r.registered_on(conn).is_empty()) {

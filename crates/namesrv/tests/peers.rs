@@ -621,6 +621,156 @@ async fn a_returning_member_never_answers_with_what_was_undone_while_it_was_down
     assert!(served > 0, "served once caught up");
 }
 
+/// A proxy to `target` that records what its one client sends: its address and the record.
+async fn recording_proxy(target: String) -> (String, std::sync::Arc<parking_lot::Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = proxy.local_addr().unwrap().to_string();
+    let recorded = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<u8>::new()));
+    let record = recorded.clone();
+    tokio::spawn(async move {
+        let (inbound, _) = proxy.accept().await.unwrap();
+        let outbound = tokio::net::TcpStream::connect(&target).await.unwrap();
+        let (mut in_r, mut in_w) = inbound.into_split();
+        let (mut out_r, mut out_w) = outbound.into_split();
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut out_r, &mut in_w).await;
+        });
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = in_r.read(&mut buf).await {
+            if n == 0 || out_w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            record.lock().extend_from_slice(&buf[..n]);
+        }
+    });
+    (addr, recorded)
+}
+
+/// Members that share a secret (`namesrvPeerSecretPath`) prove who they are on every peer
+/// request: they replicate KV writes (a follower's passed on to the leader) and routes as
+/// before, while a process on a member's own address, as every test process is here, gets
+/// every peer code refused unsigned, cannot finish a handshake without the secret, and a
+/// recorded sealed write replayed on a new connection is refused: nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_that_share_a_secret_refuse_every_unproven_peer_request() {
+    use tokio::io::AsyncWriteExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let secret_path = dir.path().join("peer.secret");
+    std::fs::write(&secret_path, "a secret every member shares\n").unwrap();
+    let extra = format!("namesrvPeerSecretPath={}", secret_path.display());
+    let cluster = NamesrvCluster::start(MQNAMESRV, 3, &extra);
+    cluster.ready(READY).await;
+    // Through a follower as well as the leader, and routes between them.
+    for i in 0..3 {
+        let put = write(&cluster, i, put_kv_request("ns", &format!("k{i}"), "1")).await;
+        assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    }
+    let broker = Broker::new("c", "sealed-broker", 0, "10.1.0.10:10911");
+    let _conn = broker
+        .register_on(cluster.node(0), &["SealedTopic", "SealedTopic2"])
+        .await;
+    eventually("routable on node 2", Duration::from_secs(3), || {
+        routes_to(&cluster, 2, "SealedTopic", &broker.addr)
+    })
+    .await;
+
+    // Unsigned, from a member's address: every peer code refused.
+    let stranger = cluster.client(0).await;
+    let forged_put = br#"{"Put":{"namespace":"ns","key":"k0","value":"forged"}}"#;
+    for code in [1210, 1211, 1212, 1214, 1216, 1220, 1221] {
+        let request = RemotingCommand::request(code).with_body(forged_put.to_vec());
+        let answer = call(&stranger, request).await;
+        assert_eq!(
+            answer.code,
+            response::NO_PERMISSION,
+            "code {code}: {:?}",
+            answer.remark
+        );
+    }
+    // A handshake with the wrong secret does not prove the answering member, nor this one.
+    let wrong = rocketmq_raft::peer_auth::PeerSecret::from_bytes(b"not the secret at all").unwrap();
+    let client = cluster.client(1).await;
+    assert!(
+        rocketmq_raft::peer_auth::handshake(&client, &wrong, Duration::from_secs(2))
+            .await
+            .is_err()
+    );
+    let answer = call(
+        &client,
+        RemotingCommand::request(1216).with_body(forged_put.to_vec()),
+    )
+    .await;
+    assert_eq!(answer.code, response::NO_PERMISSION);
+
+    // A sealed write recorded on its way (a proxy in the path), replayed on a new connection;
+    // sent to each member in turn until one leads and takes it.
+    let secret = rocketmq_raft::peer_auth::PeerSecret::load(&secret_path).unwrap();
+    let put = br#"{"Put":{"namespace":"ns","key":"replayed","value":"v1"}}"#;
+    let mut taken = None;
+    for i in 0..3 {
+        let (proxy_addr, recorded) = recording_proxy(cluster.addrs[i].clone()).await;
+        let sealed = rocketmq_wire::client::Client::connect(&proxy_addr)
+            .await
+            .unwrap();
+        rocketmq_raft::peer_auth::handshake(&sealed, &secret, Duration::from_secs(2))
+            .await
+            .expect("the handshake with the secret");
+        let answer = call(
+            &sealed,
+            RemotingCommand::request(1216).with_body(put.to_vec()),
+        )
+        .await;
+        if answer.code == response::SUCCESS {
+            taken = Some((i, recorded));
+            break;
+        }
+    }
+    let (leader, recorded) = taken.expect("the leader takes a sealed write");
+    let now = write(&cluster, 0, put_kv_request("ns", "replayed", "v2")).await;
+    assert_eq!(now.code, response::SUCCESS);
+    let bytes = recorded.lock().clone();
+    // The recorded handshake first, then, once it is answered, the sealed write after it.
+    let hello_len = 4 + u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
+    let replay = tokio::net::TcpStream::connect(&cluster.addrs[leader])
+        .await
+        .unwrap();
+    let mut frames =
+        tokio_util::codec::Framed::new(replay, rocketmq_wire::frame::RemotingCodec::new(1 << 20));
+    use futures::StreamExt;
+    frames
+        .get_mut()
+        .write_all(&bytes[..hello_len])
+        .await
+        .unwrap();
+    let hello = frames.next().await.unwrap().unwrap();
+    assert_eq!(
+        hello.code,
+        response::SUCCESS,
+        "a handshake is answered to anyone"
+    );
+    frames
+        .get_mut()
+        .write_all(&bytes[hello_len..])
+        .await
+        .unwrap();
+    let replayed = frames.next().await.unwrap().unwrap();
+    assert_eq!(
+        replayed.code,
+        response::NO_PERMISSION,
+        "{:?}",
+        replayed.remark
+    );
+    for i in 0..3 {
+        assert_eq!(
+            get_kv(&cluster, i, "ns", "replayed").await.as_deref(),
+            Some("v2")
+        );
+        assert_eq!(get_kv(&cluster, i, "ns", "k0").await.as_deref(), Some("1"));
+    }
+}
+
 /// A broker registered with the member whose clock is 90 s ahead falls silent, its connection
 /// open: all three drop it within its timeout and a scan or two, not when the others' clocks
 /// reach what the first one's said.

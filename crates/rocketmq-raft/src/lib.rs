@@ -9,7 +9,9 @@
 //! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
 //!   machine rebuilt from them;
 //! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`];
-//! - [`trust`]: which addresses speak for the members now, their names resolved again and again.
+//! - [`trust`]: which addresses speak for the members now, their names resolved again and again;
+//! - [`peer_auth`]: links between members sealed with a cluster secret, so that a member proves
+//!   who it is.
 
 // The error types are openraft's, fixed by the traits implemented here; boxing them locally
 // would only add a conversion at every boundary.
@@ -18,6 +20,7 @@
 pub mod group;
 pub mod metrics;
 pub mod network;
+pub mod peer_auth;
 pub mod store;
 pub mod trust;
 

@@ -24,6 +24,17 @@ pub enum ClientError {
     Timeout,
 }
 
+/// What seals a connection's frames once its peer and it share a session key (a link between
+/// members that prove who they are): every request written is sealed in the order written, and
+/// every answer read is checked; an answer that fails closes the connection.
+pub trait FrameSeal: Send + Sync {
+    fn seal(&self, request: &mut RemotingCommand);
+    fn check(&self, answer: &RemotingCommand) -> bool;
+}
+
+/// Set once, after the handshake that makes the session: frames before it go as they are.
+type Seal = Arc<std::sync::OnceLock<Arc<dyn FrameSeal>>>;
+
 /// Waiters by opaque; `None` once the connection has closed, so that no waiter is added after
 /// the reader has gone.
 type Pending = Arc<Mutex<Option<HashMap<i32, oneshot::Sender<RemotingCommand>>>>>;
@@ -36,6 +47,7 @@ pub struct Client {
     outbound: mpsc::Sender<RemotingCommand>,
     pending: Pending,
     next_opaque: Arc<AtomicI32>,
+    seal: Seal,
     _open: Arc<tokio_util::sync::DropGuard>,
 }
 
@@ -112,14 +124,23 @@ impl Client {
     {
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         let (outbound, mut rx) = mpsc::channel::<RemotingCommand>(1024);
+        let seal: Seal = Arc::default();
+        let writer_seal = seal.clone();
         tokio::spawn(async move {
             let mut sink = FramedWrite::new(write, RemotingCodec::new(usize::MAX));
+            // Sealed here, in the order written: the peer sees the sequence numbers in order.
+            let sealed = |mut cmd: RemotingCommand| {
+                if let Some(seal) = writer_seal.get() {
+                    seal.seal(&mut cmd);
+                }
+                cmd
+            };
             while let Some(cmd) = rx.recv().await {
-                if sink.feed(cmd).await.is_err() {
+                if sink.feed(sealed(cmd)).await.is_err() {
                     return;
                 }
                 while let Ok(cmd) = rx.try_recv() {
-                    if sink.feed(cmd).await.is_err() {
+                    if sink.feed(sealed(cmd)).await.is_err() {
                         return;
                     }
                 }
@@ -130,6 +151,7 @@ impl Client {
             }
         });
         let reader_pending = pending.clone();
+        let reader_seal = seal.clone();
         let open = tokio_util::sync::CancellationToken::new();
         let closed = open.clone();
         tokio::spawn(async move {
@@ -148,6 +170,10 @@ impl Client {
                 if !cmd.is_response() {
                     continue;
                 }
+                if reader_seal.get().is_some_and(|seal| !seal.check(&cmd)) {
+                    // Not from who the handshake proved: nothing more from this connection.
+                    break;
+                }
                 let waiter = reader_pending
                     .lock()
                     .unwrap()
@@ -164,8 +190,15 @@ impl Client {
             outbound,
             pending,
             next_opaque: Arc::new(AtomicI32::new(1)),
+            seal,
             _open: Arc::new(open.drop_guard()),
         }
+    }
+
+    /// Seals every request written from now on and checks every answer read (see
+    /// [`FrameSeal`]); a connection is sealed once.
+    pub fn seal_with(&self, seal: Arc<dyn FrameSeal>) {
+        let _ = self.seal.set(seal);
     }
 
     /// Sends `request` (its opaque is assigned here) and waits for the matching response.

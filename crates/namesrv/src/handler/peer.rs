@@ -10,6 +10,7 @@ use super::{Context, HandlerResult};
 use crate::kv_group::codes;
 use crate::peer_routes::{self, codes as route_codes};
 use crate::state::State;
+use rocketmq_raft::peer_auth::PEER_HELLO;
 
 pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let Some(group) = &state.kv_group else {
@@ -30,6 +31,33 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
             ),
         );
     }
+    let conn = c.origin.conn;
+    // Members that share a secret prove who they are on every request (`peer_auth`); the
+    // address above is only the second fence.
+    match (&state.peer_sessions, r.code) {
+        (Some(sessions), PEER_HELLO) => return Ok(sessions.hello(conn, r)),
+        (None, PEER_HELLO) => {
+            return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION)
+                .with_remark("this NameServer has no peer secret (namesrvPeerSecretPath)"))
+        }
+        (Some(sessions), _) => {
+            if let Err(why) = sessions.check(conn, r) {
+                tracing::warn!(from = %c.origin.peer, code = r.code, why, "unproven peer request refused");
+                return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(why));
+            }
+        }
+        (None, _) => {}
+    }
+    let mut answer = answer(state, group, r)?;
+    if let Some(sessions) = &state.peer_sessions {
+        sessions.seal_answer(conn, &mut answer);
+    }
+    Ok(answer)
+}
+
+/// The answer to a member's request, taken.
+fn answer(state: &State, group: &crate::kv_group::KvGroup, r: &RemotingCommand) -> HandlerResult {
+    let handle = tokio::runtime::Handle::current();
     let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold
