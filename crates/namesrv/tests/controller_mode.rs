@@ -786,3 +786,46 @@ async fn snapshots_are_built_installed_on_a_node_far_behind_and_restarted_from()
         .expect("replica info");
     assert_eq!(info.master_id, None, "no election was asked for");
 }
+
+/// Controller nodes that share a secret (`controllerPeerSecretPath`) prove who they are on their
+/// Raft requests, probes, hand-overs and forwarded heartbeats: the group elects, a broker joins
+/// through any node and is elected master; a process on a member's own address (every test
+/// process here) gets every peer code refused unsigned, and the leader still leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_nodes_that_share_a_secret_refuse_every_unproven_peer_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("controller.secret");
+    std::fs::write(&secret, "the controller group's own secret\n").unwrap();
+    let extra = format!("{FAST}controllerPeerSecretPath={}\n", secret.display());
+    let cluster = ControllerCluster::start(MQNAMESRV, 3, &extra);
+    let leader = leader_of(&cluster).await;
+    // Heartbeats sent to followers reach the leader (forwarded, sealed).
+    let follower = cluster
+        .controllers
+        .iter()
+        .find(|a| **a != leader)
+        .unwrap()
+        .clone();
+    let mut a = joined(&cluster, "sealed", "127.0.0.1:41101").await;
+    // Twice its 1.5 s timeout of heartbeats to a follower only: alive on the leader only if
+    // they were forwarded (sealed) to it.
+    let began = std::time::Instant::now();
+    while began.elapsed() < Duration::from_secs(3) {
+        a.heartbeat(std::slice::from_ref(&follower)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let elected = a.elect_self(&cluster.controllers).await.unwrap();
+    assert_eq!(elected.code, 0, "{:?}", elected.remark);
+    let forged_vote = br#"{"vote":{"leader_id":{"term":1000000,"node_id":1},"committed":false},"last_log_id":null}"#;
+    for code in [1190, 1191, 1192, 1194, 1195] {
+        let answer = request(
+            &leader,
+            RemotingCommand::request(code).with_body(forged_vote.to_vec()),
+        )
+        .await
+        .expect("an answer");
+        assert_eq!(answer.code, 16, "code {code}: {:?}", answer.remark);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(leader_of(&cluster).await, leader, "the leader still leads");
+}

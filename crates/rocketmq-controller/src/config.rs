@@ -25,6 +25,8 @@ pub struct ControllerConfig {
     pub id_prefix: String,
     pub self_id: String,
     pub store_path: PathBuf,
+    /// The group's shared secret's file (`controllerPeerSecretPath`), if any.
+    pub peer_secret_path: Option<PathBuf>,
     pub elect_unclean_master: bool,
     pub notify_broker_role_changed: bool,
     pub scan_not_active_broker_interval_ms: u64,
@@ -108,6 +110,9 @@ rocketmq_wire::key_table! {
         "controllerServerFirstFrameTimeoutSeconds" => server_first_frame_timeout_seconds: u64 = 30;
         "controllerServerChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: u64 = 120;
         "controllerServerMaxFrameLength" => server_max_frame_length: u64 = rocketmq_wire::frame::DEFAULT_MAX_FRAME as u64;
+        // Ours: a file holding the secret every node of the group shares, with which they prove
+        // who they are to each other (`rocketmq_raft::peer_auth`). Empty: addresses only.
+        "controllerPeerSecretPath" => peer_secret_path: String = String::new();
         "metricsExporterType" => metrics_exporter_type: String = "DISABLE".into();
         "metricsPromExporterHost" => metrics_prom_exporter_host: String = String::new();
         "metricsPromExporterPort" => metrics_prom_exporter_port: i32 = 5557;
@@ -133,6 +138,7 @@ pub mod keys {
     pub const FIRST_FRAME_TIMEOUT: &str = "controllerServerFirstFrameTimeoutSeconds";
     pub const IDLE_TIMEOUT: &str = "controllerServerChannelMaxIdleTimeSeconds";
     pub const MAX_FRAME_LENGTH: &str = "controllerServerMaxFrameLength";
+    pub const PEER_SECRET_PATH: &str = "controllerPeerSecretPath";
     pub const METRICS_EXPORTER_TYPE: &str = "metricsExporterType";
     pub const METRICS_PROM_HOST: &str = "metricsPromExporterHost";
     pub const METRICS_PROM_PORT: &str = "metricsPromExporterPort";
@@ -148,6 +154,7 @@ pub const KNOWN: &[&str] = ControllerKeys::KEYS;
 /// says: where the node keeps its state and who its peers are cannot change under a running group.
 pub const ALWAYS_BLACKLISTED: &[&str] = &[
     keys::BLACK_LIST,
+    keys::PEER_SECRET_PATH,
     "configStorePath",
     keys::STORE_PATH,
     keys::PEERS,
@@ -288,6 +295,9 @@ impl ControllerConfig {
             id_prefix,
             self_id,
             store_path,
+            peer_secret_path: Some(table.peer_secret_path.trim())
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
             elect_unclean_master: table.enable_elect_unclean_master,
             notify_broker_role_changed: table.notify_broker_role_changed,
             scan_not_active_broker_interval_ms: table.scan_not_active_broker_interval.max(100),
@@ -371,6 +381,7 @@ impl ControllerConfig {
                 id_prefix: self.id_prefix.clone(),
                 self_id: self.self_id.clone(),
                 store_path: self.store_path.clone(),
+                peer_secret_path: self.peer_secret_path.clone(),
                 raft_heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
                 election_timeout_ms: self.election_timeout_ms,
                 port: self.port,

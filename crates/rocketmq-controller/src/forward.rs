@@ -34,9 +34,13 @@ pub(crate) struct Forwarder {
 }
 
 impl Forwarder {
-    pub(crate) fn start(source: Option<std::net::IpAddr>, shutdown: CancellationToken) -> Self {
+    pub(crate) fn start(
+        source: Option<std::net::IpAddr>,
+        secret: Option<rocketmq_raft::peer_auth::PeerSecret>,
+        shutdown: CancellationToken,
+    ) -> Self {
         let (queue, beats) = mpsc::channel(QUEUE);
-        tokio::spawn(forward(beats, source, shutdown));
+        tokio::spawn(forward(beats, source, secret, shutdown));
         Forwarder { queue }
     }
 
@@ -56,6 +60,7 @@ impl Forwarder {
 async fn forward(
     mut beats: mpsc::Receiver<Beat>,
     source: Option<std::net::IpAddr>,
+    secret: Option<rocketmq_raft::peer_auth::PeerSecret>,
     shutdown: CancellationToken,
 ) {
     let mut link: Option<(u64, Client)> = None;
@@ -75,7 +80,7 @@ async fn forward(
             Some((to, client)) if *to == beat.leader => client.clone(),
             _ => {
                 link = None;
-                match Client::connect_from(&beat.addr, source, CONNECT_DEADLINE).await {
+                match connect(&beat.addr, source, secret.as_ref()).await {
                     Ok(client) => {
                         unreachable = None;
                         link = Some((beat.leader, client.clone()));
@@ -95,6 +100,26 @@ async fn forward(
             link = None;
         }
     }
+}
+
+/// A link to the leader, sealed with the group's secret when it has one.
+async fn connect(
+    addr: &str,
+    source: Option<std::net::IpAddr>,
+    secret: Option<&rocketmq_raft::peer_auth::PeerSecret>,
+) -> Result<Client, String> {
+    let client = Client::connect_capped(
+        addr,
+        source,
+        CONNECT_DEADLINE,
+        rocketmq_raft::PEER_FRAME_LIMIT,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(secret) = secret {
+        rocketmq_raft::peer_auth::handshake(&client, secret, CONNECT_DEADLINE).await?;
+    }
+    Ok(client)
 }
 
 #[cfg(test)]
@@ -150,7 +175,7 @@ mod tests {
     #[tokio::test]
     async fn two_hundred_heartbeats_for_one_leader_travel_on_one_connection() {
         let (addr, connections, frames) = counting_leader().await;
-        let forwarder = Forwarder::start(None, CancellationToken::new());
+        let forwarder = Forwarder::start(None, None, CancellationToken::new());
         for _ in 0..200 {
             assert!(forwarder.send(1, addr.clone(), beat()));
         }
@@ -164,7 +189,7 @@ mod tests {
         let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let gone = closed.local_addr().unwrap().to_string();
         drop(closed);
-        let forwarder = Forwarder::start(None, CancellationToken::new());
+        let forwarder = Forwarder::start(None, None, CancellationToken::new());
         for _ in 0..2000 {
             forwarder.send(1, gone.clone(), beat());
         }
@@ -184,7 +209,7 @@ mod tests {
     #[tokio::test]
     async fn the_task_ends_with_the_node() {
         let shutdown = CancellationToken::new();
-        let forwarder = Forwarder::start(None, shutdown.clone());
+        let forwarder = Forwarder::start(None, None, shutdown.clone());
         shutdown.cancel();
         assert!(until(|| !forwarder.send(1, "127.0.0.1:1".into(), beat())).await);
     }

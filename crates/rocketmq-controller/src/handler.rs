@@ -57,6 +57,20 @@ pub async fn handle(
         .sum();
     // Resolved again for a stranger (a member may have moved): only for the codes that ask.
     let from_member = (peers_only || members_admin) && controller.is_peer(from).await;
+    // With the group's secret, members prove who they are on every peer request
+    // (`rocketmq_raft::peer_auth`); the address is then the second fence.
+    if let Some(sessions) = &controller.peer_sessions {
+        if req.code == rocketmq_raft::peer_auth::PEER_HELLO {
+            return Some(sessions.hello(connection, req));
+        }
+        if peers_only && from_member {
+            if let Err(why) = sessions.check(connection, req) {
+                tracing::warn!(%from, code = req.code, why, "unproven controller peer request refused");
+                return (!req.is_oneway())
+                    .then(|| ResponseDraft::code(response::NO_PERMISSION, why).into_response(req));
+            }
+        }
+    }
     let answer = match req.code {
         // What a request's headers carry becomes a log entry that every node replicates: one
         // bigger than any broker sends would stall replication once it outgrew a frame.
@@ -221,7 +235,11 @@ pub async fn handle(
     if req.is_oneway() {
         return None;
     }
-    Some(answer.into_response(req))
+    let mut answer = answer.into_response(req);
+    if let (Some(sessions), true) = (&controller.peer_sessions, peers_only) {
+        sessions.seal_answer(connection, &mut answer);
+    }
+    Some(answer)
 }
 
 /// A response under construction.

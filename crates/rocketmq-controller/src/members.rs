@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, ChangeMembers, ServerState};
 use rocketmq_wire::body::{ControllerMember, ControllerMembers};
-use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 
 use crate::node::{response, Controller};
@@ -424,7 +423,7 @@ impl Controller {
                 // and it goes on sending heartbeats until it has stepped down, a moment after
                 // the change was answered.
                 let wait = self.lease_of_followers();
-                let source = self.group().source();
+                let group = self.group().clone();
                 let mut metrics = self.raft().metrics();
                 tokio::spawn(async move {
                     let stepped_down = async {
@@ -436,7 +435,7 @@ impl Controller {
                     };
                     let _ = tokio::time::timeout(CHANGE_DEADLINE, stepped_down).await;
                     tokio::time::sleep(wait).await;
-                    if let Err(why) = ask_to_lead(&addr, source).await {
+                    if let Err(why) = ask_to_lead(&group, &addr).await {
                         tracing::warn!(successor = %addr, %why, "the successor could not be asked to stand");
                     }
                 });
@@ -548,11 +547,9 @@ impl Controller {
         if AT_HAND * 2 <= voters {
             tokio::time::sleep(self.lease_of_followers()).await;
         }
-        ask_to_lead(addr, self.group().source())
-            .await
-            .map_err(|why| {
-                MemberError::Failed(format!("{name} could not be asked to lead: {why}"))
-            })?;
+        ask_to_lead(self.group(), addr).await.map_err(|why| {
+            MemberError::Failed(format!("{name} could not be asked to lead: {why}"))
+        })?;
         let deadline = Instant::now() + 4 * self.group().lease() + Duration::from_secs(1);
         loop {
             let leader = metrics.borrow_and_update().current_leader;
@@ -602,12 +599,11 @@ impl Controller {
     }
 }
 
-/// Sends TAKE_LEADERSHIP to the member at `addr`.
-async fn ask_to_lead(addr: &str, source: Option<std::net::IpAddr>) -> Result<(), String> {
+/// Sends TAKE_LEADERSHIP to the member at `addr`, on a link as the group's own (sealed when the
+/// group has a secret).
+async fn ask_to_lead(group: &crate::node::ControllerGroup, addr: &str) -> Result<(), String> {
     let limit = Duration::from_secs(1);
-    let client = Client::connect_capped(addr, source, limit, rocketmq_raft::PEER_FRAME_LIMIT)
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = group.connect(addr, limit).await?;
     let answer = client
         .invoke(RemotingCommand::request(codes::TAKE_LEADERSHIP), limit)
         .await

@@ -19,6 +19,7 @@ use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
 use prometheus_client::metrics::histogram::Histogram;
 pub use rocketmq_raft::group::RaftStatus;
+use rocketmq_raft::peer_auth::{PeerSecret, PeerSessions};
 use rocketmq_raft::trust::MemberAddresses;
 pub use rocketmq_raft::{ConsensusError, Group, Settings};
 use rocketmq_wire::RemotingCommand;
@@ -36,7 +37,7 @@ pub use crate::replicated::code as response;
 ///
 /// The shortest election timeout is also how long a leader goes on calling itself leader after
 /// a quorum last acknowledged it (its lease, `rocketmq_raft::group`).
-fn group_settings(config: &ControllerConfig) -> Settings {
+fn group_settings(config: &ControllerConfig, secret: Option<&PeerSecret>) -> Settings {
     Settings {
         name: config.group.to_string(),
         members_are: "controller nodes",
@@ -51,8 +52,14 @@ fn group_settings(config: &ControllerConfig) -> Settings {
         election_timeout: Duration::from_millis(config.election_timeout_ms),
         snapshot_every: config.snapshot_every_entries,
         codes: RAFT_CODES,
-        // The controller port of ours serves plaintext only.
-        connect: rocketmq_raft::plaintext(),
+        // The controller port of ours serves plaintext only; links are sealed with the group's
+        // secret when it has one.
+        connect: match secret {
+            Some(secret) => {
+                rocketmq_raft::peer_auth::sealed(rocketmq_raft::plaintext(), secret.clone())
+            }
+            None => rocketmq_raft::plaintext(),
+        },
     }
 }
 
@@ -77,6 +84,8 @@ pub struct Controller {
     /// the node has one), their names resolved again and again: Raft requests and forwarded
     /// heartbeats are accepted from these only.
     pub(crate) addresses: Arc<MemberAddresses>,
+    /// With `controllerPeerSecretPath`: the sealed links other nodes opened to this one.
+    pub(crate) peer_sessions: Option<PeerSessions>,
     /// The membership `addresses` was last given.
     pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
     /// Passes heartbeats brokers send this follower on to the leader.
@@ -96,13 +105,18 @@ pub struct BlacklistedKey(pub String);
 impl Controller {
     /// Opens the node's store and joins (or, the first time, forms) the group.
     pub async fn start(config: ControllerConfig) -> anyhow::Result<Arc<Controller>> {
-        let group = Group::start(group_settings(&config)).await?;
+        let peer_secret = match &config.peer_secret_path {
+            Some(path) => Some(PeerSecret::load(path).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let group = Group::start(group_settings(&config, peer_secret.as_ref())).await?;
         let addresses =
             MemberAddresses::resolve(group.settings().members.values().cloned().collect()).await;
         let shutdown = CancellationToken::new();
         addresses.keep_fresh(shutdown.clone());
         let controller = Arc::new(Controller {
-            forwarder: Forwarder::start(group.source(), shutdown.clone()),
+            forwarder: Forwarder::start(group.source(), peer_secret.clone(), shutdown.clone()),
+            peer_sessions: peer_secret.map(PeerSessions::new),
             config: RwLock::new(config),
             group,
             live: Mutex::new(LiveTable::default()),
@@ -313,6 +327,9 @@ impl Controller {
 
     /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
     pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
+        if let Some(sessions) = &self.peer_sessions {
+            sessions.closed(connection);
+        }
         let gone = self
             .live_table()
             .on_connection_closed(connection, Instant::now());
