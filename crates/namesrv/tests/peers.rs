@@ -311,6 +311,23 @@ async fn routes_to(cluster: &NamesrvCluster, i: usize, topic: &str, addr: &str) 
     answer.code == response::SUCCESS && body_text(&answer).contains(addr)
 }
 
+/// `broker` registered with node 0 with `topics`, once all three route its first topic; its
+/// connection.
+async fn routable_everywhere(
+    cluster: &NamesrvCluster,
+    broker: &Broker,
+    topics: &[&str],
+) -> rocketmq_wire::client::Client {
+    let conn = broker.register_on(cluster.node(0), topics).await;
+    for i in 1..3 {
+        eventually("routable everywhere", Duration::from_secs(3), || {
+            routes_to(cluster, i, topics[0], &broker.addr)
+        })
+        .await;
+    }
+    conn
+}
+
 /// A broker that registers with and heartbeats to one NameServer only is routable on all three
 /// for as long as that one hears it, well past the broker's own timeout, and expires on all three
 /// within that timeout once nobody hears it.
@@ -392,15 +409,7 @@ async fn a_broker_that_unregisters_from_one_nameserver_leaves_all_three() {
     let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
     cluster.ready(READY).await;
     let broker = Broker::new("c", "quitting-broker", 0, "10.1.0.6:10911");
-    let conn = broker
-        .register_on(cluster.node(0), &["QuittingTopic", "QuittingTopic2"])
-        .await;
-    for i in 1..3 {
-        eventually("routable everywhere", Duration::from_secs(3), || {
-            routes_to(&cluster, i, "QuittingTopic", &broker.addr)
-        })
-        .await;
-    }
+    let conn = routable_everywhere(&cluster, &broker, &["QuittingTopic", "QuittingTopic2"]).await;
     let bye = call(&conn, broker.unregister_request()).await;
     assert_eq!(bye.code, response::SUCCESS);
     for i in [0, 1, 2] {
@@ -441,15 +450,7 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
     let cluster = NamesrvCluster::start(MQNAMESRV, 3, "");
     cluster.ready(READY).await;
     let broker = Broker::new("c", "admin-broker", 0, "10.1.0.4:10911");
-    let _conn = broker
-        .register_on(cluster.node(0), &["AdminTopic", "AdminTopic2"])
-        .await;
-    for i in 1..3 {
-        eventually("routable everywhere", Duration::from_secs(3), || {
-            routes_to(&cluster, i, "AdminTopic", &broker.addr)
-        })
-        .await;
-    }
+    let _conn = routable_everywhere(&cluster, &broker, &["AdminTopic", "AdminTopic2"]).await;
     let wipe = RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER)
         .with_ext("brokerName", broker.name);
     let wipe = write(&cluster, 1, wipe).await;
@@ -488,15 +489,7 @@ async fn admin_changes_through_members_whose_clocks_differ_are_in_force_on_all_t
     let cluster = NamesrvCluster::start_skewed(MQNAMESRV, &[0, -90, 600], "");
     cluster.ready(READY).await;
     let broker = Broker::new("c", "skew-broker", 0, "10.1.0.7:10911");
-    let _conn = broker
-        .register_on(cluster.node(0), &["SkewTopic", "SkewTopic2"])
-        .await;
-    for i in 1..3 {
-        eventually("routable everywhere", Duration::from_secs(3), || {
-            routes_to(&cluster, i, "SkewTopic", &broker.addr)
-        })
-        .await;
-    }
+    let _conn = routable_everywhere(&cluster, &broker, &["SkewTopic", "SkewTopic2"]).await;
     let perm_everywhere = |perm: &'static str| {
         let cluster = &cluster;
         async move {
