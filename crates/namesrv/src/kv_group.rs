@@ -637,6 +637,11 @@ impl KvGroup {
     /// snapshot) hold nothing such a change could act on until they come from brokers and
     /// peers, which carry the changes made: the position is taken where the log stands.
     fn apply_admin(&self, local: &State, state: &KvState) {
+        // Nearly every log entry applied is a KV write: no write lock on the routes for those.
+        let position = local.routes.read(|r| r.admin_position());
+        if position.is_some_and(|from| state.admin_seq <= from) {
+            return;
+        }
         let late = !self.caught_up();
         let mut admin = self.admin_applied.lock();
         local.routes.change(|r| {

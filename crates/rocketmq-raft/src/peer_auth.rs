@@ -112,17 +112,21 @@ fn mac(key: &hmac::Key, label: &[u8], number: u64, cmd: &RemotingCommand) -> hma
     ctx.sign()
 }
 
+/// Whether `cmd` carries the MAC [`mac`] gives it, compared in constant time.
 fn verify(key: &hmac::Key, label: &[u8], number: u64, cmd: &RemotingCommand) -> bool {
     let Some(given) = cmd.ext(MAC).and_then(unhex) else {
         return false;
     };
-    // Recomputed and compared in constant time.
-    let mut ctx_cmd = cmd.clone();
-    if let Some(ext) = ctx_cmd.ext_fields.as_mut() {
-        ext.remove(MAC);
-    }
-    let expected = mac(key, label, number, &ctx_cmd);
+    let expected = mac(key, label, number, cmd);
     subtle::ConstantTimeEq::ct_eq(expected.as_ref(), given.as_slice()).into()
+}
+
+/// Puts `cmd`'s MAC in its ext fields (replacing any: [`mac`] leaves the field out).
+fn put_mac(key: &hmac::Key, label: &[u8], number: u64, cmd: &mut RemotingCommand) {
+    let tag = mac(key, label, number, cmd);
+    cmd.ext_fields
+        .get_or_insert_with(Default::default)
+        .insert(MAC.into(), hex(tag.as_ref()));
 }
 
 /// The connecting side of a sealed link.
@@ -138,14 +142,11 @@ impl FrameSeal for ClientSeal {
             *next += 1;
             *next
         };
-        let ext = request.ext_fields.get_or_insert_with(Default::default);
-        ext.remove(MAC);
-        ext.insert(SEQ.into(), seq.to_string());
-        let tag = mac(&self.key, b"request", seq, request);
         request
             .ext_fields
             .get_or_insert_with(Default::default)
-            .insert(MAC.into(), hex(tag.as_ref()));
+            .insert(SEQ.into(), seq.to_string());
+        put_mac(&self.key, b"request", seq, request);
     }
 
     fn check(&self, answer: &RemotingCommand) -> bool {
@@ -299,14 +300,7 @@ impl PeerSessions {
         let Some(session) = sessions.get(&conn) else {
             return;
         };
-        if let Some(ext) = answer.ext_fields.as_mut() {
-            ext.remove(MAC);
-        }
-        let tag = mac(&session.key, b"answer", answer.opaque as u32 as u64, answer);
-        answer
-            .ext_fields
-            .get_or_insert_with(Default::default)
-            .insert(MAC.into(), hex(tag.as_ref()));
+        put_mac(&session.key, b"answer", answer.opaque as u32 as u64, answer);
     }
 
     /// Forgets connection `conn`'s session.

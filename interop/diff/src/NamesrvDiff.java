@@ -701,13 +701,16 @@ public final class NamesrvDiff {
     }
 
     static void readXTopics(String step) {
-        for (int i = 0; i < 4; i++) call("route XTopic" + i + " after step " + step, reader, route("XTopic" + i, V_CURRENT));
-        call("cluster info after step " + step, reader, req(106));
+        readRoutes(step, "XTopic0", "XTopic1", "XTopic2", "XTopic3");
     }
 
     static void readVTopics(String step) {
-        call("route VTopic0 after step " + step, reader, route("VTopic0", V_CURRENT));
-        call("route VTopic1 after step " + step, reader, route("VTopic1", V_CURRENT));
+        readRoutes(step, "VTopic0", "VTopic1");
+    }
+
+    /** Each topic's route and the cluster info, after `step`. */
+    static void readRoutes(String step, String... topics) {
+        for (String topic : topics) call("route " + topic + " after step " + step, reader, route(topic, V_CURRENT));
         call("cluster info after step " + step, reader, req(106));
     }
 

@@ -48,7 +48,7 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
         }
         (None, _) => {}
     }
-    let mut answer = answer(state, group, r)?;
+    let mut answer = answer(state, group, &handle, r)?;
     if let Some(sessions) = &state.peer_sessions {
         sessions.seal_answer(conn, &mut answer);
     }
@@ -56,8 +56,12 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
 }
 
 /// The answer to a member's request, taken.
-fn answer(state: &State, group: &crate::kv_group::KvGroup, r: &RemotingCommand) -> HandlerResult {
-    let handle = tokio::runtime::Handle::current();
+fn answer(
+    state: &State,
+    group: &crate::kv_group::KvGroup,
+    handle: &tokio::runtime::Handle,
+    r: &RemotingCommand,
+) -> HandlerResult {
     let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold

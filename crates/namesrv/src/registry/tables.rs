@@ -350,13 +350,8 @@ impl Registry {
     /// included), its removal and creation. The registering broker's own changes are stamped
     /// before its registration is kept, so they do not invalidate it.
     pub(super) fn bump_group(&mut self, broker_name: &str) {
-        self.stamp_group(broker_name);
-        self.topics_changed(broker_name);
-    }
-
-    /// Gives a group a never-used epoch, without dating its topics.
-    pub(super) fn stamp_group(&mut self, broker_name: &str) {
         self.group_epochs.stamp(broker_name);
+        self.topics_changed(broker_name);
     }
 
     /// Notes that a group's topics changed here now. A late admin change dates nothing: its
