@@ -4,13 +4,17 @@
 //! the secret; both derive a key for this connection alone from the secret and the two nonces.
 //! Every request on the link then carries a sequence number and an HMAC-SHA256 over it, its
 //! code, its ext fields and its body under that key, and every answer an HMAC over its request's
-//! opaque, its code, ext fields and body. A frame copied to another connection fails there (other
-//! nonces, another key); one replayed on its own connection repeats a sequence number already
-//! seen. No clock is involved. The source address stays a second fence (`trust`).
+//! opaque, its code, ext fields and body. A frame carries the MAC's first 128 bits (as
+//! HMAC-SHA-256-128 of RFC 4868 does): forging one is still a 2^128 guess, and most peer frames
+//! are digests of about 150 bytes, to which the whole tag in hex would add 64. A frame copied
+//! to another connection fails there (other nonces, another key); one replayed on its own
+//! connection repeats a sequence number already seen. No clock is involved. The source address stays a second fence (`trust`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
 use parking_lot::Mutex;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
@@ -19,13 +23,17 @@ use rocketmq_wire::RemotingCommand;
 
 /// The handshake's request code, beside the groups' own (`trust`, `network`).
 pub const PEER_HELLO: i32 = 1217;
-/// Ext fields: the handshake's nonces (hex) and the answerer's proof; every sealed frame's
-/// sequence number (requests) and MAC (hex).
+/// Ext fields: the handshake's nonces and the answerer's proof; every sealed frame's sequence
+/// number (requests, decimal) and MAC (binary fields in unpadded URL-safe base64).
 const CLIENT_NONCE: &str = "peerNonce";
 const SERVER_NONCE: &str = "peerServerNonce";
 const PROOF: &str = "peerProof";
 const SEQ: &str = "peerSeq";
 const MAC: &str = "peerMac";
+/// The bytes of a frame's MAC that travel.
+const MAC_BYTES: usize = 16;
+/// The longest binary field decoded (a nonce, a proof or a MAC; 64 bytes in base64).
+const MAX_FIELD_CHARS: usize = 88;
 /// The shortest secret taken: a guessable one proves nothing.
 pub const MIN_SECRET_BYTES: usize = 16;
 /// Requests a session takes out of order (concurrent requests on one link are sealed in the
@@ -79,18 +87,15 @@ fn nonce() -> [u8; 16] {
     n
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+fn encode(bytes: &[u8]) -> String {
+    B64.encode(bytes)
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 128 {
+fn decode(s: &str) -> Option<Vec<u8>> {
+    if s.len() > MAX_FIELD_CHARS {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    B64.decode(s).ok()
 }
 
 /// What a frame's MAC covers: a label, a number (a request's sequence number, an answer's
@@ -114,11 +119,11 @@ fn mac(key: &hmac::Key, label: &[u8], number: u64, cmd: &RemotingCommand) -> hma
 
 /// Whether `cmd` carries the MAC [`mac`] gives it, compared in constant time.
 fn verify(key: &hmac::Key, label: &[u8], number: u64, cmd: &RemotingCommand) -> bool {
-    let Some(given) = cmd.ext(MAC).and_then(unhex) else {
+    let Some(given) = cmd.ext(MAC).and_then(decode) else {
         return false;
     };
     let expected = mac(key, label, number, cmd);
-    subtle::ConstantTimeEq::ct_eq(expected.as_ref(), given.as_slice()).into()
+    subtle::ConstantTimeEq::ct_eq(&expected.as_ref()[..MAC_BYTES], given.as_slice()).into()
 }
 
 /// Puts `cmd`'s MAC in its ext fields (replacing any: [`mac`] leaves the field out).
@@ -126,7 +131,7 @@ fn put_mac(key: &hmac::Key, label: &[u8], number: u64, cmd: &mut RemotingCommand
     let tag = mac(key, label, number, cmd);
     cmd.ext_fields
         .get_or_insert_with(Default::default)
-        .insert(MAC.into(), hex(tag.as_ref()));
+        .insert(MAC.into(), encode(&tag.as_ref()[..MAC_BYTES]));
 }
 
 /// The connecting side of a sealed link.
@@ -162,7 +167,7 @@ pub async fn handshake(
     deadline: std::time::Duration,
 ) -> Result<(), String> {
     let mine = nonce();
-    let hello = RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, hex(&mine));
+    let hello = RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&mine));
     let answer = client
         .invoke(hello, deadline)
         .await
@@ -176,10 +181,10 @@ pub async fn handshake(
     }
     let theirs = answer
         .ext(SERVER_NONCE)
-        .and_then(unhex)
+        .and_then(decode)
         .ok_or("peer handshake: no nonce in the answer")?;
     let key = secret.session(&mine, &theirs);
-    let proof = answer.ext(PROOF).and_then(unhex).unwrap_or_default();
+    let proof = answer.ext(PROOF).and_then(decode).unwrap_or_default();
     if hmac::verify(&key, b"proof", &proof).is_err() {
         return Err("peer handshake: the answering member does not hold the cluster secret".into());
     }
@@ -252,7 +257,7 @@ impl PeerSessions {
     pub fn hello(&self, conn: u64, r: &RemotingCommand) -> RemotingCommand {
         let Some(theirs) = r
             .ext(CLIENT_NONCE)
-            .and_then(unhex)
+            .and_then(decode)
             .filter(|n| n.len() >= 16)
         else {
             return RemotingCommand::response_to(r, rocketmq_wire::codes::response::NO_PERMISSION)
@@ -270,8 +275,8 @@ impl PeerSessions {
             },
         );
         RemotingCommand::response_to(r, rocketmq_wire::codes::response::SUCCESS)
-            .with_ext(SERVER_NONCE, hex(&mine))
-            .with_ext(PROOF, hex(proof.as_ref()))
+            .with_ext(SERVER_NONCE, encode(&mine))
+            .with_ext(PROOF, encode(proof.as_ref()))
     }
 
     /// Whether `r` came sealed on connection `conn` by a member that made the handshake there,
@@ -332,9 +337,9 @@ mod tests {
         let sessions = PeerSessions::new(secret());
         let answer = sessions.hello(
             7,
-            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, hex(&[1; 16])),
+            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&[1; 16])),
         );
-        let theirs = unhex(answer.ext(SERVER_NONCE).unwrap()).unwrap();
+        let theirs = decode(answer.ext(SERVER_NONCE).unwrap()).unwrap();
         let seal = ClientSeal {
             key: secret().session(&[1; 16], &theirs),
             next: Mutex::new(0),
@@ -352,7 +357,7 @@ mod tests {
         assert!(sessions.check(8, &first).is_err());
         sessions.hello(
             8,
-            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, hex(&[2; 16])),
+            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&[2; 16])),
         );
         assert_eq!(
             sessions.check(8, &first),
@@ -372,6 +377,24 @@ mod tests {
         );
         // Unsealed.
         assert!(sessions.check(7, &RemotingCommand::request(1216)).is_err());
+        // A frame carries 128 bits of its MAC; the whole tag, or its first 15 bytes, is refused.
+        let mut fourth = RemotingCommand::request(1216).with_ext("x", "1");
+        seal.seal(&mut fourth);
+        assert_eq!(fourth.ext(MAC).map(str::len), Some(22));
+        let tag = super::mac(&seal.key, b"request", 4, &fourth);
+        for wrong in [tag.as_ref(), &tag.as_ref()[..MAC_BYTES - 1]] {
+            let mut forged = fourth.clone();
+            forged
+                .ext_fields
+                .as_mut()
+                .unwrap()
+                .insert(MAC.into(), encode(wrong));
+            assert_eq!(
+                sessions.check(7, &forged),
+                Err("peer request with a wrong MAC")
+            );
+        }
+        assert_eq!(sessions.check(7, &fourth), Ok(()));
         // The answer is checked by the connecting side.
         let mut answer = RemotingCommand::response_to(&first, 0).with_ext("applied", 3);
         sessions.seal_answer(7, &mut answer);
