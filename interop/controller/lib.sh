@@ -160,12 +160,20 @@ ctl_stop_all() {
 # $WORK/netctl cut|heal NODE adds (removes) blackhole routes between NODE's namespace and the other nodes' in both
 # directions: NODE is cut off from the other controller nodes while everything else still reaches it. Needs root
 # and iproute2; nothing else on the machine is touched, and ctl_net_down removes it all.
+#
+# In namespaces the standalone controller nodes are named, as a StatefulSet's headless service names its pods
+# (CTL_NAMES=1): node i is ctl-i.ctl.interop in controllerDLegerPeers and in the brokers' controllerAddr. The names
+# live in a hosts file per namespace (/etc/netns/NS/hosts, which `ip netns exec` shows as /etc/hosts) and in
+# $WORK/hosts, which every JVM reads instead of the system's (jdk.net.hosts.file, cached 1 s). ctl_move_node moves
+# a node to a new address under its name: killed, readdressed, its name pointed there in every hosts file (written
+# in place: a namespace's bind mount keeps the file it was given), started again.
 
 CTL_NETNS=${CTL_NETNS:-0}
 CTL_NET_TAG=""
 CTL_SUBNET=""
 CTL_HOST=127.0.0.1   # the address brokers listen on and register
-declare -A NETNS
+CTL_NAMES=0
+declare -A NETNS CTL_IP CTL_MOVES
 
 ctl_net_up() {
   command -v ip >/dev/null || { echo "the ip command (iproute2) is missing"; return 1; }
@@ -195,18 +203,25 @@ ctl_net_up() {
       ip -n "${tag}n$i" link set lo up || return 1
   done
   CTL_HOST=$CTL_SUBNET.1
+  for i in 0 1 2; do
+    CTL_IP[$i]=$CTL_SUBNET.$((11 + i))
+    mkdir -p "/etc/netns/${tag}n$i" || return 1
+  done
+  ctl_write_hosts || return 1
   cat >"$WORK/netctl" <<NETCTL
 #!/usr/bin/env bash
-# netctl cut|heal NODE: blackhole routes between NODE's namespace and the other controller nodes' (both ways).
+# netctl cut|heal NODE: blackhole routes between NODE's namespace and the other controller nodes' (both ways),
+# at the addresses they have now (\$WORK/addresses: index and address, one per line; nodes move).
 set -u
 declare -A IDX=([c0]=0 [c1]=1 [c2]=2 [ns0]=0 [ns1]=1 [ns2]=2)
 [[ \$# == 2 && -n \${IDX[\$2]:-} ]] || { echo "usage: \$0 cut|heal NODE" >&2; exit 2; }
 case \$1 in cut) verb=add ;; heal) verb=del ;; *) echo "cut or heal, not \$1" >&2; exit 2 ;; esac
+ip_of() { awk -v i="\$1" '\$1 == i { print \$2 }' "$WORK/addresses"; }
 i=\${IDX[\$2]} rc=0
 for j in 0 1 2; do
   ((j == i)) && continue
-  ip -n ${tag}n\$i route \$verb blackhole $CTL_SUBNET.\$((11 + j))/32 || rc=1
-  ip -n ${tag}n\$j route \$verb blackhole $CTL_SUBNET.\$((11 + i))/32 || rc=1
+  ip -n ${tag}n\$i route \$verb blackhole "\$(ip_of \$j)/32" || rc=1
+  ip -n ${tag}n\$j route \$verb blackhole "\$(ip_of \$i)/32" || rc=1
 done
 exit \$rc
 NETCTL
@@ -220,10 +235,42 @@ ctl_net_down() {
   for i in 0 1 2; do
     ip netns del "${CTL_NET_TAG}n$i" 2>/dev/null
     ip link del "${CTL_NET_TAG}h$i" 2>/dev/null
+    rm -rf "/etc/netns/${CTL_NET_TAG}n$i"
   done
   ip link del "${CTL_NET_TAG}br" 2>/dev/null
   CTL_NET_TAG=""
   return 0
+}
+
+# The name of controller node I (in namespaces).
+ctl_host_name() { echo "ctl-$1.ctl.interop"; }
+
+# Every hosts file (each namespace's and the JVMs') from CTL_IP, written in place; $WORK/addresses for netctl.
+ctl_write_hosts() {
+  local i text
+  text="127.0.0.1 localhost $(hostname)"$'\n'
+  for i in 0 1 2; do text+="${CTL_IP[$i]} $(ctl_host_name "$i")"$'\n'; done
+  for i in 0 1 2; do printf '%s' "$text" >"/etc/netns/${CTL_NET_TAG}n$i/hosts" || return 1; done
+  printf '%s' "$text" >"$WORK/hosts"
+  for i in 0 1 2; do echo "$i ${CTL_IP[$i]}"; done >"$WORK/addresses"
+}
+
+# ctl_move_node NAME: a rescheduled pod. kill -9 controller node NAME, give its namespace a new address, point its
+# name there in every hosts file, start it again (same store, same name). Prints "MOVED NAME OLD NEW".
+ctl_move_node() {
+  local name=$1 i=${1#c} ns=${NETNS[$1]:-} old new
+  [[ $CTL_NAMES == 1 && -n $ns ]] || { echo "$name is not a named node in a namespace"; return 1; }
+  peer_alive "$name" && kill -KILL "${PID[$name]}"
+  for _ in $(seq 100); do peer_alive "$name" || break; sleep 0.1; done
+  peer_alive "$name" && { echo "$name outlived kill -9"; return 1; }
+  CTL_MOVES[$name]=$((${CTL_MOVES[$name]:-0} + 1))
+  old=${CTL_IP[$i]} new=$CTL_SUBNET.$((11 + i + 20 * CTL_MOVES[$name]))
+  ip -n "$ns" addr del "$old/24" dev "${CTL_NET_TAG}i$i" &&
+    ip -n "$ns" addr add "$new/24" dev "${CTL_NET_TAG}i$i" || return 1
+  CTL_IP[$i]=$new
+  ctl_write_hosts || return 1
+  ctl_start_node "$name"
+  echo "MOVED $name $old $new"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -234,13 +281,22 @@ ctl_configure() {
   CTL_IMPL=$1 CTL_MODE=$2 CTL_NSKIND=$3
   RMQ_HOME=$WORK/rocketmq-home
   mkdir -p "$RMQ_HOME/conf" "$WORK/tmp"
+  # Named nodes: names resolve by the hosts file of the moves, again after a second (the JDK keeps them 30 s).
+  [[ $CTL_NETNS == 1 && $CTL_MODE == standalone ]] && CTL_NAMES=1
   JAVA_OPENS=("${JVM_OPENS[@]}" -Djava.io.tmpdir="$WORK/tmp")
+  ((CTL_NAMES)) && JAVA_OPENS+=(-Djdk.net.hosts.file="$WORK/hosts" -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0)
   CLIENT_JVM=("${JAVA_OPENS[@]}" -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Duser.home="$WORK/client-home")
   CTL_NODES=() NS_NODES=()
   local i peers="" ctl_ports=() ns_ports=() hosts=()
   for i in 0 1 2; do
-    if [[ $CTL_NETNS == 1 ]]; then hosts+=("$CTL_SUBNET.$((11 + i))"); else hosts+=(127.0.0.1); fi
+    if [[ $CTL_NAMES == 1 ]]; then
+      hosts+=("$(ctl_host_name "$i")")
+    elif [[ $CTL_NETNS == 1 ]]; then
+      hosts+=("$CTL_SUBNET.$((11 + i))")
+    else
+      hosts+=(127.0.0.1)
+    fi
     port_block; ctl_ports+=("$BASE")
     peers+="n$i-${hosts[$i]}:$BASE;"
   done

@@ -43,6 +43,7 @@ import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
 import org.apache.rocketmq.remoting.protocol.header.controller.ElectMasterResponseHeader;
 import org.apache.rocketmq.remoting.protocol.header.controller.GetMetaDataResponseHeader;
 import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.protocol.route.QueueData;
 import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -149,6 +150,7 @@ public final class ControllerInterop {
                 case "i": it.scenarioI(); break;
                 case "l": it.scenarioL(); break;
                 case "m": it.scenarioM(); break;
+                case "n": it.scenarioN(); break;
                 case "bench-round": it.benchRound(); break;
                 default: throw new IllegalArgumentException("unknown step " + argv[0]);
             }
@@ -584,6 +586,30 @@ public final class ControllerInterop {
         Set<String> missing = new TreeSet<>(want);
         missing.removeAll(got);
         log("consumed %d messages of this run from the master; %d acknowledged ones missing", got.size(), missing.size());
+        if (!missing.isEmpty()) {
+            // Whether they are gone or this read skipped them: the queues' offsets on the master, and a second
+            // read from the start by a consumer of its own (seen once: a lite pull consumer started seconds after
+            // a failover read one queue from offset 50 while the new master held all of it).
+            try {
+                for (QueueData q : admin.examineTopicRouteInfo(topic).getQueueDatas()) {
+                    for (int i = 0; i < q.getReadQueueNums(); i++) {
+                        MessageQueue mq = new MessageQueue(topic, q.getBrokerName(), i);
+                        log("%s: offsets %d..%d on the master", mq, admin.minOffset(mq), admin.maxOffset(mq));
+                    }
+                }
+            } catch (Exception e) {
+                log("could not read the queues' offsets: %s", e);
+            }
+            Set<String> again = consumeAll(sender.prefix, want, 90_000);
+            Set<String> stillMissing = new TreeSet<>(missing);
+            stillMissing.removeAll(again);
+            log("a second read from the start consumed %d; %d of the missing still missing", again.size(), stillMissing.size());
+            if (stillMissing.isEmpty()) {
+                System.out.println("WORKAROUND consumer-reread: the first read " + when + " skipped " + missing.size()
+                    + " acknowledged messages the master holds (a second read found them all)");
+            }
+            missing = stillMissing;
+        }
         check(missing.isEmpty(), "acknowledged messages lost %s (%d, first: %s)", when, missing.size(),
             missing.stream().limit(10).collect(Collectors.toList()));
     }
@@ -1571,6 +1597,88 @@ public final class ControllerInterop {
             sender.close();
         }
         checkNothingLost(sender, "across the controller's member changes and a master failover");
+    }
+
+    /**
+     * Runs the script's movectl NODE: the node is killed (-9), its namespace gets a new address, its name points
+     * there, and it is started again. Returns the node with its new pid (its name and port stay).
+     */
+    private Node movectl(Node n) throws Exception {
+        long t0 = System.currentTimeMillis();
+        Process p = new ProcessBuilder(arg("movectl"), n.name).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        int rc = p.waitFor();
+        log("movectl %s (%d ms): %s", n.name, System.currentTimeMillis() - t0, out);
+        check(rc == 0, "movectl %s failed (%d): %s", n.name, rc, out);
+        String[] w = out.split("\\s+");
+        // MOVED NAME OLD NEW PID N
+        check(w.length == 6 && w[0].equals("MOVED") && w[4].equals("PID"), "movectl %s: unexpected answer %s", n.name, out);
+        return new Node(n.name + "@" + n.addr + "@" + w[5]);
+    }
+
+    /**
+     * (n) Rescheduled pods. The controller nodes are named by host name (controllerDLegerPeers and the brokers'
+     * controllerAddr name them, as a StatefulSet's headless service does), and each in turn is killed (-9) and
+     * started again at a new address under its name, the leader whenever it has not moved yet, while a synchronous
+     * producer sends. After each move the moved node must answer at its new address and name the one leader the
+     * others name within 10 s of answering, and the group must be healthy. Once every node has moved, so that every
+     * link of the group and the brokers' is to a new address, the master is killed: its successor must reach the
+     * route, the producer must go on, and every acknowledged message must be consumable.
+     */
+    private void scenarioN() throws Exception {
+        final long agreeLimitMs = 10_000;
+        View v = awaitHealthy(180_000);
+        awaitTopicOnSlaves(v);
+        Sender sender = new Sender("n-" + System.currentTimeMillis() + "-");
+        Set<String> moved = new TreeSet<>();
+        long tStart = 0;
+        try {
+            await("the producer's first acknowledged sends", 30_000, () -> sender.acked.size() >= 50 ? Boolean.TRUE : null);
+            tStart = System.currentTimeMillis();
+            for (int round = 0; round < controllers.size(); round++) {
+                String leaderAddr = await("one controller leader, named by every node", 60_000, this::agreedLeader);
+                Node leader = controllerByAddr(leaderAddr);
+                check(leader != null, "leader %s is none of the controller nodes %s", leaderAddr, controllers);
+                Node pick = !moved.contains(leader.name) ? leader
+                    : controllers.stream().filter(c -> !moved.contains(c.name)).findFirst().orElseThrow();
+                int idx = controllers.indexOf(pick);
+                long tMove = System.currentTimeMillis();
+                Node now = movectl(pick);
+                controllers.set(idx, now);
+                moved.add(now.name);
+                long tReady = await(now + " answers at its new address", 60_000,
+                    () -> meta(now.addr) != null ? System.currentTimeMillis() : null);
+                String agreed = await("one leader named by every node, " + now + " included", 60_000, this::agreedLeader);
+                long tAgreed = System.currentTimeMillis();
+                String role = pick == leader ? "leader" : "follower";
+                System.out.println("TIMING move-" + role + "-" + now.name + "-answers-ms=" + (tReady - tMove));
+                System.out.println("TIMING move-" + role + "-" + now.name + "-agrees-ms=" + (tAgreed - tReady));
+                log("moved %s %s: answers %d ms after the move, the group names %s %d ms after that", role, now,
+                    tReady - tMove, agreed, tAgreed - tReady);
+                check(tAgreed - tReady <= agreeLimitMs, "%s named the group's leader only %d ms after answering at its new address (limit %d ms)",
+                    now, tAgreed - tReady, agreeLimitMs);
+                View h = awaitHealthy(90_000);
+                log("healthy after moving %s: %s", now, h);
+            }
+            String leader = await("one controller leader, named by every node", 60_000, this::agreedLeader);
+            log("every controller node has moved; the leader is %s", leader);
+            View before = awaitHealthy(60_000);
+            Node master = brokerByAddr(before.masterAddr());
+            long tKill = kill9(master);
+            log("kill -9 master %s with every controller node at a new address", master);
+            Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
+            System.out.println("TIMING moved-master-failover-ms=" + (f.routeAt - tKill));
+            log("new master %s at id 0 in the route %d ms after the kill", name(f.newMaster), f.routeAt - tKill);
+            await("the producer acknowledges 50 sends after the failover", 60_000,
+                () -> sender.ackedAfter(tKill) >= 50 ? Boolean.TRUE : null);
+            long[] gap = sender.longestPause(tStart, System.currentTimeMillis());
+            System.out.println("TIMING moves-producer-gap-ms=" + gap[0]);
+            log("producer across the moves and the failover: %d sends acknowledged, failed sends %s; longest pause %d ms",
+                sender.ackedAfter(tStart), sender.failures, gap[0]);
+        } finally {
+            sender.close();
+        }
+        checkNothingLost(sender, "across the controller nodes' moves and a master failover");
     }
 
     /** One bench round: kill -9 the master, time until the route shows its successor at id 0. */
