@@ -70,6 +70,18 @@ fn faketime_library() -> String {
     panic!("libfaketime is not installed (Debian package faketime; scripts/install-test-tools)")
 }
 
+/// The command that runs a program in a UTS namespace of its own named `host` (`unshare`, then
+/// `hostname`; the shell execs the program, whose pid stays the one started).
+pub fn named_host(host: &str) -> Vec<String> {
+    vec![
+        "unshare".into(),
+        "--uts".into(),
+        "sh".into(),
+        "-c".into(),
+        format!("hostname {host} && exec \"$0\" \"$@\""),
+    ]
+}
+
 fn netns_wrap(net: &crate::Net, ns: usize) -> Vec<String> {
     ["ip", "netns", "exec", &net.ns(ns)]
         .map(String::from)
@@ -121,6 +133,32 @@ impl NamesrvCluster {
                     )
                 },
                 skewed(skews_s[i]),
+            );
+        }
+        nodes.start_all();
+        NamesrvCluster { nodes, addrs }
+    }
+
+    /// NameServers that list each other and all read the same self id, `namesrvSelfId=auto`:
+    /// node `i` runs in a UTS namespace of its own whose host name is `{pod}-{i}`, as a
+    /// StatefulSet's pod is named. `extra` is appended to every config file (`{home}` in it
+    /// is replaced by the node's home).
+    pub fn start_as_pods(launch: Launch, n: usize, pod: &str, extra: &str) -> Self {
+        let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let peers = peer_list(&addrs);
+        let mut nodes = Nodes::new(launch);
+        for (i, port) in ports.iter().enumerate() {
+            nodes.add_wrapped(
+                |home| {
+                    format!(
+                        "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=auto\n\
+                         namesrvPeerStorePath={}\n{}",
+                        home.join("peers").display(),
+                        extra.replace("{home}", &home.display().to_string())
+                    )
+                },
+                named_host(&format!("{pod}-{i}")),
             );
         }
         nodes.start_all();

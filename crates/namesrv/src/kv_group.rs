@@ -273,7 +273,9 @@ impl Peers {
             }
             members.insert(n, peer.addr.clone());
         }
-        let (p, id) = parts(self_id.trim()).map_err(|_| {
+        let self_id = rocketmq_controller::config::resolve_self_id(self_id, &prefix)
+            .map_err(|reason| anyhow::anyhow!("namesrvSelfId=auto: {reason}"))?;
+        let (p, id) = parts(&self_id).map_err(|_| {
             anyhow::anyhow!("namesrvSelfId must name this NameServer among namesrvPeers")
         })?;
         if p != prefix || !members.contains_key(&id) {

@@ -1326,3 +1326,85 @@ async fn seeded_schedules_of_registrations_admin_changes_and_restarts_end_with_a
         run_schedule(seed).await;
     }
 }
+
+/// One config file for every pod of a StatefulSet: each member takes its id from its host's name
+/// (`namesrvSelfId=auto`, `controllerDLegerSelfId=auto`), the KV group and the embedded
+/// controller's group form, and a host name that names no member is refused at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn members_that_take_their_ids_from_their_pod_names_agree() {
+    let ctl: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let ctl_peers: Vec<String> = ctl
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("n{i}-127.0.0.1:{p}"))
+        .collect();
+    let extra = format!(
+        "enableControllerInNamesrv=true\ncontrollerDLegerGroup=pods\n\
+         controllerDLegerPeers={}\ncontrollerDLegerSelfId=auto\n\
+         controllerStorePath={{home}}/controller\n",
+        ctl_peers.join(";")
+    );
+    let cluster = NamesrvCluster::start_as_pods(MQNAMESRV, 3, "mqnamesrv", &extra);
+    cluster.ready(READY).await;
+    let put = write(&cluster, 2, put_kv_request("pods", "k", "v")).await;
+    assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
+    for i in 0..3 {
+        eventually("the write on every member", Duration::from_secs(5), || {
+            let cluster = &cluster;
+            async move { get_kv(cluster, i, "pods", "k").await.as_deref() == Some("v") }
+        })
+        .await;
+    }
+    // Each controller node is the one its pod name says: node i answers at its own port, and
+    // all three name one leader.
+    let leaders = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for port in &ctl {
+        let addr = format!("127.0.0.1:{port}");
+        eventually("a controller leader named", Duration::from_secs(10), || {
+            let (addr, leaders) = (addr.clone(), &leaders);
+            async move {
+                let answer = namesrv_testkit::request(
+                    &addr,
+                    RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO),
+                )
+                .await;
+                match answer
+                    .as_ref()
+                    .and_then(|a| a.ext("controllerLeaderAddress"))
+                {
+                    Some(leader) if !leader.is_empty() => {
+                        leaders.lock().unwrap().insert(leader.to_string());
+                        true
+                    }
+                    _ => false,
+                }
+            }
+        })
+        .await;
+    }
+    let leaders = leaders.into_inner().unwrap();
+    assert_eq!(leaders.len(), 1, "{leaders:?}");
+
+    // A pod whose name ends in no ordinal names no member: it says so and does not start.
+    let home = tempfile::tempdir().unwrap();
+    let config = write_config(
+        home.path(),
+        &format!(
+            "listenPort={}\nnamesrvPeers=n0-127.0.0.1:1;n1-127.0.0.1:2\nnamesrvSelfId=auto\n",
+            free_port()
+        ),
+    );
+    let mut wrap = named_host("mqnamesrv");
+    wrap.push(env!("CARGO_BIN_EXE_mqnamesrv").to_string());
+    let out = std::process::Command::new(&wrap[0])
+        .args(&wrap[1..])
+        .arg("-c")
+        .arg(&config)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "it started: {text}");
+    assert!(text.contains("does not end in -N"), "{text}");
+}

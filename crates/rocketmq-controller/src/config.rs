@@ -79,6 +79,8 @@ pub enum ConfigError {
          number (n0, n1, n2, ...); the number is the member's Raft id"
     )]
     BadMemberId(String),
+    #[error("{key}=auto: {reason}")]
+    NoOrdinal { key: &'static str, reason: String },
 }
 
 rocketmq_wire::key_table! {
@@ -255,9 +257,16 @@ impl ControllerConfig {
                 .unwrap_or("DefaultControllerGroup")
                 .to_string();
             let peers = parse_peers(given(&table.peers).ok_or(ConfigError::Missing(keys::PEERS))?)?;
-            let self_id = given(&table.self_id)
-                .ok_or(ConfigError::Missing(keys::SELF_ID))?
-                .to_string();
+            let self_id = given(&table.self_id).ok_or(ConfigError::Missing(keys::SELF_ID))?;
+            let prefix = peers
+                .first()
+                .and_then(|p| member_id_parts(&p.id))
+                .map_or("n", |(prefix, _)| prefix);
+            let self_id =
+                resolve_self_id(self_id, prefix).map_err(|reason| ConfigError::NoOrdinal {
+                    key: keys::SELF_ID,
+                    reason,
+                })?;
             (group, peers, self_id)
         };
         peers.sort_by(|a, b| a.id.cmp(&b.id));
@@ -426,6 +435,44 @@ pub fn member_id_parts(id: &str) -> Option<(&str, u64)> {
         return None;
     }
     Some((prefix, number.parse().ok()?))
+}
+
+/// The value of a self id key (`controllerDLegerSelfId`, `namesrvSelfId`) that takes the id from
+/// this host's name, so that one config file serves every pod of a StatefulSet.
+pub const SELF_ID_AUTO: &str = "auto";
+
+/// A self id as configured, or, for [`SELF_ID_AUTO`], the members' `prefix` followed by the
+/// ordinal that ends this host's name: a StatefulSet's pod `mqnamesrv-2` is `n2`. The host's
+/// name is the kernel's (its UTS namespace's, which is the pod's name in Kubernetes).
+pub fn resolve_self_id(given: &str, prefix: &str) -> Result<String, String> {
+    let given = given.trim();
+    if !given.eq_ignore_ascii_case(SELF_ID_AUTO) {
+        return Ok(given.to_string());
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_err(|e| format!("cannot read this host's name: {e}"))?;
+    let host = host.trim();
+    let ordinal = host_ordinal(host).ok_or_else(|| {
+        format!(
+            "this host's name {host:?} does not end in -N (a StatefulSet's pod name, such as \
+             mqnamesrv-2), so it names no member"
+        )
+    })?;
+    Ok(format!("{prefix}{ordinal}"))
+}
+
+/// The ordinal that ends a host's first label after a `-`: `mqnamesrv-2` and
+/// `mqnamesrv-2.mqnamesrv-members` give 2; `mqnamesrv`, `mqnamesrv-` and `mqnamesrv-02` none.
+pub fn host_ordinal(host: &str) -> Option<u64> {
+    let label = host.split('.').next()?;
+    let (_, digits) = label.rsplit_once('-')?;
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868`: the id ends at the first `-`, the address follows.
@@ -677,6 +724,25 @@ mod tests {
             stranger.unwrap_err(),
             ConfigError::SelfNotAPeer("n7".into())
         );
+    }
+
+    #[test]
+    fn a_pod_name_s_ordinal_is_its_member_number() {
+        assert_eq!(host_ordinal("mqnamesrv-2"), Some(2));
+        assert_eq!(host_ordinal("my-release-mqnamesrv-10.members.ns"), Some(10));
+        assert_eq!(host_ordinal("mqnamesrv-0"), Some(0));
+        for none in [
+            "mqnamesrv",
+            "mqnamesrv-",
+            "mqnamesrv-02",
+            "mqnamesrv-x1",
+            "",
+            "-",
+        ] {
+            assert_eq!(host_ordinal(none), None, "{none}");
+        }
+        // A given id is kept as it is; only `auto` asks the host's name.
+        assert_eq!(resolve_self_id(" n4 ", "n").unwrap(), "n4");
     }
 
     #[test]

@@ -160,3 +160,72 @@ async fn the_port_is_bounded_by_its_keys_per_address_and_for_silent_connections(
     let m = metadata(&addr).await;
     assert_eq!(m.ext("group"), Some("DefaultControllerGroup"));
 }
+
+/// As a StatefulSet's container runs it: PID 1 of its own PID namespace (which ignores a signal
+/// it has no handler for), its host named like a pod, one config for every pod
+/// (`controllerDLegerSelfId=auto`). It takes member n0 from the name `mqcontroller-0`, leads its
+/// one-node group, and exits 0 on SIGTERM, as `kubectl delete pod` sends it.
+#[tokio::test]
+async fn as_a_pod_s_pid_1_it_takes_its_id_from_its_name_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = dir.path().join("controller.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "controllerDLegerPeers=n0-127.0.0.1:{port}\ncontrollerDLegerSelfId=auto\n\
+             controllerStorePath={}\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .unwrap();
+    let mut pod = Command::new("unshare")
+        .args(["--pid", "--fork", "--uts", "sh", "-c"])
+        .arg("hostname mqcontroller-0 && exec \"$0\" -c \"$1\"")
+        .arg(MQCONTROLLER)
+        .arg(&conf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(pod.stdout.take().unwrap()).lines();
+    let line = lines
+        .next()
+        .expect("mqcontroller exited before booting")
+        .unwrap();
+    assert!(line.starts_with("Controller Server boot success"), "{line}");
+    std::thread::spawn(move || for _ in lines {});
+    let addr = format!("127.0.0.1:{port}");
+    let mut leader = None;
+    for _ in 0..100 {
+        let m = metadata(&addr).await;
+        if m.ext("isLeader") == Some("true") {
+            leader = m.ext("controllerLeaderId").map(str::to_string);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(leader.as_deref(), Some("n0"), "the pod's name made it n0");
+
+    // The controller is the forked child of `unshare`: PID 1 inside, this pid outside.
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", pod.id())).unwrap();
+    let pid1 = children
+        .split_whitespace()
+        .next()
+        .expect("unshare forked the pod's PID 1");
+    let status = Command::new("kill").args(["-TERM", pid1]).status().unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = pod.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PID 1 ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+}

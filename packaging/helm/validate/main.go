@@ -1,0 +1,170 @@
+// Command validate checks rendered Kubernetes manifests against the API's own Go types, strictly:
+// every document must be a kind the chart renders, decode into its type with no unknown or
+// duplicate field, and carry a name; a StatefulSet's containers may mount only volumes it has
+// and probe only ports they declare. Usage: validate FILE...
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// The kinds the chart renders, by apiVersion/kind. A template that renders another kind must add
+// it here, so that nothing reaches a cluster unchecked.
+var kinds = map[string]func() any{
+	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                              func() any { return &corev1.Service{} },
+	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
+	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
+	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
+}
+
+type head struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: validate FILE...")
+		os.Exit(2)
+	}
+	failures, checked := 0, 0
+	for _, path := range os.Args[1:] {
+		n, errs := validateFile(path)
+		checked += n
+		for _, err := range errs {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+			failures++
+		}
+	}
+	fmt.Printf("validate: %d documents in %d files, %d problems\n", checked, len(os.Args)-1, failures)
+	if failures > 0 {
+		os.Exit(1)
+	}
+}
+
+func validateFile(path string) (int, []error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, []error{err}
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var errs []error
+	n := 0
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return n, errs
+		}
+		if err != nil {
+			return n, append(errs, fmt.Errorf("document %d: %w", i, err))
+		}
+		if err := validateDoc(doc); err != nil {
+			errs = append(errs, fmt.Errorf("document %d: %w", i, err))
+		}
+		if !empty(doc) {
+			n++
+		}
+	}
+}
+
+// empty: a document of comments and blank lines only (helm template leaves such between objects).
+func empty(doc []byte) bool {
+	j, err := yaml.YAMLToJSON(doc)
+	return err == nil && string(bytes.TrimSpace(j)) == "null"
+}
+
+func validateDoc(doc []byte) error {
+	if empty(doc) {
+		return nil
+	}
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return fmt.Errorf("not strict YAML: %w", err)
+	}
+	var h head
+	if err := json.Unmarshal(j, &h); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("%s %s/%s", h.Kind, h.APIVersion, h.Metadata.Name)
+	newObject, ok := kinds[h.APIVersion+"/"+h.Kind]
+	if !ok {
+		return fmt.Errorf("%s: not a kind this chart renders (add it to validate's list)", where)
+	}
+	obj := newObject()
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if h.Metadata.Name == "" {
+		return fmt.Errorf("%s: no metadata.name", where)
+	}
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		if err := checkStatefulSet(sts); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// checkStatefulSet: what the API server would refuse or the kubelet fail on that types do not say.
+func checkStatefulSet(sts *appsv1.StatefulSet) error {
+	spec := sts.Spec.Template.Spec
+	volumes := map[string]bool{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = true
+	}
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		volumes[c.Name] = true
+	}
+	if sts.Spec.Selector == nil {
+		return fmt.Errorf("no selector")
+	}
+	for k, v := range sts.Spec.Selector.MatchLabels {
+		if sts.Spec.Template.Labels[k] != v {
+			return fmt.Errorf("the pod template's labels do not match the selector's %s=%s", k, v)
+		}
+	}
+	if sts.Spec.ServiceName == "" {
+		return fmt.Errorf("no serviceName: the pods would have no names")
+	}
+	for _, c := range spec.Containers {
+		ports := map[string]bool{}
+		for _, p := range c.Ports {
+			ports[p.Name] = true
+		}
+		for _, m := range c.VolumeMounts {
+			if !volumes[m.Name] {
+				return fmt.Errorf("container %s mounts volume %s, which the pod does not have", c.Name, m.Name)
+			}
+		}
+		for what, probe := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+			if probe == nil || probe.HTTPGet == nil {
+				continue
+			}
+			port := probe.HTTPGet.Port
+			if port.Type == intstr.String && !ports[port.StrVal] {
+				return fmt.Errorf("container %s: the %s probe names port %s, which it does not declare", c.Name, what, port.StrVal)
+			}
+		}
+	}
+	return nil
+}
