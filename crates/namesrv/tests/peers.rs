@@ -1408,3 +1408,34 @@ async fn members_that_take_their_ids_from_their_pod_names_agree() {
     assert!(!out.status.success(), "it started: {text}");
     assert!(text.contains("does not end in -N"), "{text}");
 }
+
+/// A member that refuses every link (here: closes each connection at once) is asked again with
+/// a growing pause, up to a second: it costs a connection or two a second, not ten.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_that_refuses_every_link_is_asked_about_once_a_second() {
+    let refusing = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refusing_addr = refusing.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = refusing.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            drop(conn);
+        }
+    });
+    let port = free_port();
+    let _server = MQNAMESRV.start_with(&format!(
+        "listenPort={port}\nnamesrvPeers=n0-127.0.0.1:{port};n1-{refusing_addr}\nnamesrvSelfId=n0\n"
+    ));
+    // Past the first attempts, which come quickly.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = accepted.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let during = accepted.load(std::sync::atomic::Ordering::Relaxed) - before;
+    // The route exchange and the KV group's Raft links each: about one a second at most.
+    assert!(during <= 15, "{during} connections in 5 s");
+    assert!(
+        during >= 2,
+        "it stopped asking: {during} connections in 5 s"
+    );
+}

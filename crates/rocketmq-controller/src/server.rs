@@ -23,12 +23,40 @@ use crate::node::{next_connection_id, Controller};
 
 const IN_FLIGHT_PER_CONNECTION: usize = 64;
 
+/// How long a node waits for its own listed name to resolve: a StatefulSet's pod is started
+/// before its name is published (a moment, usually), and a node that gave up at once would
+/// only be restarted by its supervisor until then.
+const OWN_NAME_WAIT: Duration = Duration::from_secs(60);
+
+/// Listens on the node's own listed address, waiting up to [`OWN_NAME_WAIT`] for its name to
+/// resolve (an address that resolves but cannot be bound fails at once).
 pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
-    let addr: SocketAddr = tokio::net::lookup_host(addr)
-        .await?
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("cannot resolve {addr}"))?;
-    Ok(listener::bind(addr)?)
+    let deadline = tokio::time::Instant::now() + OWN_NAME_WAIT;
+    let mut waiting = false;
+    let resolved: SocketAddr = loop {
+        let why = match tokio::net::lookup_host(addr).await {
+            Ok(mut found) => match found.next() {
+                Some(a) => break a,
+                None => "it names no address".to_string(),
+            },
+            Err(e) => e.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "cannot resolve {addr} ({why}), waited {} s",
+                OWN_NAME_WAIT.as_secs()
+            );
+        }
+        if !waiting {
+            tracing::warn!(%addr, error = %why, "this node's own name does not resolve yet: waiting for it");
+            waiting = true;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    if waiting {
+        tracing::info!(%addr, %resolved, "this node's own name resolves now");
+    }
+    Ok(listener::bind(resolved)?)
 }
 
 /// Serves connections until `stop` is cancelled.

@@ -229,3 +229,67 @@ async fn as_a_pod_s_pid_1_it_takes_its_id_from_its_name_and_stops_on_sigterm() {
     };
     assert!(exit.success(), "{exit:?}");
 }
+
+/// A pod starts before its name is published: a node whose own listed name does not resolve yet
+/// waits for it (instead of exiting for its supervisor to restart it), and starts once the name
+/// points at its address.
+#[test]
+fn a_node_whose_own_name_resolves_late_waits_for_it() {
+    let Some(net) = namesrv_testkit::Net::new(7, 1, 0) else {
+        return;
+    };
+    net.name_hosts(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = dir.path().join("controller.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "controllerDLegerPeers=n0-ctl-0.late.test:{port}\ncontrollerDLegerSelfId=n0\n\
+             controllerStorePath={}\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .unwrap();
+    let mut node = Node(
+        Command::new("ip")
+            .args(["netns", "exec", &net.ns(0), MQCONTROLLER, "-c"])
+            .arg(&conf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = node.0.stdout.take().unwrap();
+    let (lines, read) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        node.0.try_wait().unwrap().is_none(),
+        "it exited while its name did not resolve"
+    );
+    let booted = |line: &String| line.starts_with("Controller Server boot success");
+    assert!(
+        !read.try_iter().any(|l| booted(&l)),
+        "it booted without its address"
+    );
+    let ip = net.node_ip(0);
+    net.name_hosts(&[("ctl-0.late.test", &ip)]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = read
+            .recv_timeout(left)
+            .expect("it started once its name resolved");
+        if booted(&line) {
+            break line;
+        }
+    };
+    assert!(line.ends_with(&format!("{ip}:{port}")), "{line}");
+}

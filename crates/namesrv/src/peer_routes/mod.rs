@@ -50,6 +50,10 @@ const WHOLE_EVERY_MAX: Duration = Duration::from_secs(10);
 /// How often each peer is asked in between whether its routes changed: a change made on one
 /// NameServer is on the others within about this (and a pull).
 const LOOK_EVERY: Duration = Duration::from_millis(100);
+/// The longest pause between rounds with a peer that keeps failing (down, refusing this
+/// member, or not proving itself): the pause doubles from [`LOOK_EVERY`] up to this, so such a
+/// peer costs a connection and a log line a second, not ten. An answer resets it.
+const RETRY_AT_MOST: Duration = Duration::from_secs(1);
 /// A digest or a pull not answered within this is tried again at the next round.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Brokers asked for in one pull.
@@ -337,6 +341,7 @@ impl PeerRoutes {
         let mut link: Option<Client> = None;
         // The peer's route generation at its last whole digest, and when that came.
         let mut last_whole: Option<(u64, Instant)> = None;
+        let mut pause = LOOK_EVERY;
         loop {
             let since = last_whole
                 .filter(|(_, at)| {
@@ -346,12 +351,16 @@ impl PeerRoutes {
                 })
                 .map(|(generation, _)| generation);
             match self.exchange(state, &mut link, addr, since).await {
-                Ok(Exchanged::Unchanged) => self.note(id, None),
+                Ok(Exchanged::Unchanged) => {
+                    pause = LOOK_EVERY;
+                    self.note(id, None);
+                }
                 Ok(Exchanged::Compared {
                     differences,
                     generation,
                     left_to_others,
                 }) => {
+                    pause = LOOK_EVERY;
                     // What another round was pulling is compared again at the next round.
                     last_whole = (!left_to_others).then(|| (generation, Instant::now()));
                     self.note(id, Some(differences));
@@ -360,11 +369,12 @@ impl PeerRoutes {
                     tracing::debug!(peer = %id, error = %e, "no route digest from a peer");
                     link = None;
                     last_whole = None;
+                    pause = (pause * 2).min(RETRY_AT_MOST);
                 }
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(LOOK_EVERY) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
         }
     }
