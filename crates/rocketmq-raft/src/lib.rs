@@ -1,7 +1,8 @@
 //! The openraft plumbing a replicated group of our nodes runs on, whatever its state: the
-//! controller's group is one user, and the NameServers' KV config is to be another. A user
-//! declares its own openraft type configuration and implements [`Machine`] for its state; this
-//! crate keeps that state and the log durable and carries the Raft traffic between nodes.
+//! controller's group is one user, and the NameServers' KV group (the KV config and admin topic
+//! changes) the other. A user declares its own openraft type configuration and implements
+//! [`Machine`] for its state; this crate keeps that state and the log durable and carries the
+//! Raft traffic between nodes.
 //!
 //! - [`group`]: the group's life on one node: forming or rejoining it, the leader's lease,
 //!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
