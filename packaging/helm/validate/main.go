@@ -1,7 +1,9 @@
 // Command validate checks rendered Kubernetes manifests against the API's own Go types, strictly:
 // every document must be a kind the chart renders, decode into its type with no unknown or
 // duplicate field, and carry a name; a StatefulSet's containers may mount only volumes it has
-// and probe only ports they declare. Usage: validate FILE...
+// and probe only ports they declare; within one file, a Service must select pods that declare
+// its named target ports, and a ServiceMonitor must scrape a port of a Service it selects.
+// Usage: validate FILE...
 package main
 
 import (
@@ -67,22 +69,112 @@ func validateFile(path string) (int, []error) {
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var errs []error
+	var objects []any
 	n := 0
 	for i := 1; ; i++ {
 		doc, err := reader.Read()
 		if err == io.EOF {
-			return n, errs
+			break
 		}
 		if err != nil {
 			return n, append(errs, fmt.Errorf("document %d: %w", i, err))
 		}
-		if err := validateDoc(doc); err != nil {
+		obj, err := validateDoc(doc)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d: %w", i, err))
+		}
+		if obj != nil {
+			objects = append(objects, obj)
 		}
 		if !empty(doc) {
 			n++
 		}
 	}
+	return n, append(errs, crossCheck(objects)...)
+}
+
+// crossCheck: what one object says of another in the same render. A Service's named target
+// port must be declared by the pods it selects (or it sends nothing anywhere), a Service must
+// select some pods, and a ServiceMonitor's port must be a port of a Service it selects.
+func crossCheck(objects []any) []error {
+	var errs []error
+	var sets []*appsv1.StatefulSet
+	var services []*corev1.Service
+	var monitors []*monitoringv1.ServiceMonitor
+	for _, o := range objects {
+		switch v := o.(type) {
+		case *appsv1.StatefulSet:
+			sets = append(sets, v)
+		case *corev1.Service:
+			services = append(services, v)
+		case *monitoringv1.ServiceMonitor:
+			monitors = append(monitors, v)
+		}
+	}
+	for _, svc := range services {
+		var selected []*appsv1.StatefulSet
+		for _, sts := range sets {
+			if matches(svc.Spec.Selector, sts.Spec.Template.Labels) {
+				selected = append(selected, sts)
+			}
+		}
+		if len(selected) == 0 {
+			errs = append(errs, fmt.Errorf("Service %s selects no pods of this render", svc.Name))
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.TargetPort.Type != intstr.String {
+				continue
+			}
+			for _, sts := range selected {
+				if !declares(sts, p.TargetPort.StrVal) {
+					errs = append(errs, fmt.Errorf("Service %s: target port %s is declared by no container of StatefulSet %s",
+						svc.Name, p.TargetPort.StrVal, sts.Name))
+				}
+			}
+		}
+	}
+	for _, m := range monitors {
+		for _, e := range m.Spec.Endpoints {
+			found := false
+			for _, svc := range services {
+				if !matches(m.Spec.Selector.MatchLabels, svc.Labels) {
+					continue
+				}
+				for _, p := range svc.Spec.Ports {
+					found = found || p.Name == e.Port
+				}
+			}
+			if !found {
+				errs = append(errs, fmt.Errorf("ServiceMonitor %s: port %s is a port of no Service it selects", m.Name, e.Port))
+			}
+		}
+	}
+	return errs
+}
+
+// matches: every label of the selector is on the object.
+func matches(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func declares(sts *appsv1.StatefulSet, port string) bool {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == port {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // empty: a document of comments and blank lines only (helm template leaves such between objects).
@@ -91,38 +183,40 @@ func empty(doc []byte) bool {
 	return err == nil && string(bytes.TrimSpace(j)) == "null"
 }
 
-func validateDoc(doc []byte) error {
+// validateDoc checks one document and returns its object (nil for an empty document or one that
+// failed).
+func validateDoc(doc []byte) (any, error) {
 	if empty(doc) {
-		return nil
+		return nil, nil
 	}
 	j, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return fmt.Errorf("not strict YAML: %w", err)
+		return nil, fmt.Errorf("not strict YAML: %w", err)
 	}
 	var h head
 	if err := json.Unmarshal(j, &h); err != nil {
-		return err
+		return nil, err
 	}
 	where := fmt.Sprintf("%s %s/%s", h.Kind, h.APIVersion, h.Metadata.Name)
 	newObject, ok := kinds[h.APIVersion+"/"+h.Kind]
 	if !ok {
-		return fmt.Errorf("%s: not a kind this chart renders (add it to validate's list)", where)
+		return nil, fmt.Errorf("%s: not a kind this chart renders (add it to validate's list)", where)
 	}
 	obj := newObject()
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(obj); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if h.Metadata.Name == "" {
-		return fmt.Errorf("%s: no metadata.name", where)
+		return nil, fmt.Errorf("%s: no metadata.name", where)
 	}
 	if sts, ok := obj.(*appsv1.StatefulSet); ok {
 		if err := checkStatefulSet(sts); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
-	return nil
+	return obj, nil
 }
 
 // checkStatefulSet: what the API server would refuse or the kubelet fail on that types do not say.
