@@ -1,0 +1,192 @@
+package interop;
+
+import static interop.Interop.await;
+import static interop.Interop.check;
+import static interop.Interop.log;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.constant.PermName;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.protocol.route.QueueData;
+import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * Scenario 13 of the interop suite: a broker with enableSplitRegistration (its topics registered in chunks of
+ * splitRegistrationSize) registers with our NameServer and with the Java NameServer side by side. After each step
+ * both must route every topic of the broker alike (brokers, addresses, queues, permissions), and as the step means:
+ * topics created on the broker only; one topic's queues changed; one topic deleted on the broker only; the broker's
+ * write permission wiped on both NameServers, kept wiped through its next registrations, and given back by
+ * addWritePerm.
+ *
+ * Usage: Split run ours=ADDR java=ADDR broker=NAME brokerAddr=ADDR topics=N periodMs=MS
+ */
+public final class Split {
+    private static final int TOPIC_NOT_EXIST = 17;
+    private static final String PREFIX = "SplitTopic-";
+
+    private final DefaultMQAdminExt ours;
+    private final DefaultMQAdminExt java;
+    private final String oursAddr;
+    private final String javaAddr;
+    private final String broker;
+    private final String brokerAddr;
+    private final List<String> topics = new ArrayList<>();
+    private final long periodMs;
+
+    private Split(Map<String, String> args) throws MQClientException {
+        this.oursAddr = args.get("ours");
+        this.javaAddr = args.get("java");
+        this.broker = args.get("broker");
+        this.brokerAddr = args.get("brokerAddr");
+        this.periodMs = Long.parseLong(args.getOrDefault("periodMs", "10000"));
+        int n = Integer.parseInt(args.getOrDefault("topics", "300"));
+        for (int i = 0; i < n; i++) {
+            topics.add(String.format("%s%03d", PREFIX, i));
+        }
+        this.ours = admin(oursAddr, "ours");
+        this.java = admin(javaAddr, "java");
+    }
+
+    private static DefaultMQAdminExt admin(String ns, String name) throws MQClientException {
+        DefaultMQAdminExt a = new DefaultMQAdminExt(5000);
+        a.setNamesrvAddr(ns);
+        a.setInstanceName("interop-split-" + name + "-" + System.nanoTime());
+        a.start();
+        return a;
+    }
+
+    public static void main(String[] argv) {
+        Map<String, String> args = Interop.keyValues(argv);
+        int rc = 0;
+        Split it = null;
+        try {
+            if (!"run".equals(argv[0])) {
+                throw new IllegalArgumentException("unknown step " + argv[0]);
+            }
+            it = new Split(args);
+            it.run();
+        } catch (Throwable e) {
+            e.printStackTrace(System.out);
+            System.out.println("FAILED: " + e);
+            rc = 1;
+        } finally {
+            if (it != null) {
+                it.ours.shutdown();
+                it.java.shutdown();
+            }
+        }
+        System.exit(rc);
+    }
+
+    private void run() throws Exception {
+        // 1. Created on the broker only: each creation registers, and the periods register them all in chunks.
+        for (String t : topics) {
+            ours.createAndUpdateTopicConfig(brokerAddr, new TopicConfig(t, 4, 4, PermName.PERM_READ | PermName.PERM_WRITE));
+        }
+        log("created %d topics on %s (%s)", topics.size(), broker, brokerAddr);
+        Map<String, String> created = alike("after creating the topics", 3 * periodMs, (t, r) -> r.startsWith("absent") ? "not routed" : null);
+        log("both route all %d topics alike, e.g. %s: %s", topics.size(), topics.get(0), created.get(topics.get(0)));
+
+        // 2. One topic's queues changed on the broker.
+        String changed = topics.get(0);
+        ours.createAndUpdateTopicConfig(brokerAddr, new TopicConfig(changed, 8, 8, PermName.PERM_READ | PermName.PERM_WRITE));
+        alike("after changing the queues of " + changed, 3 * periodMs,
+            (t, r) -> t.equals(changed) && !r.contains("r8w8") ? "still the old queues" : null);
+        log("both route %s with 8 queues", changed);
+
+        // 3. One topic deleted on the broker only (no NameServer told): what each does with it must agree.
+        String deleted = topics.get(1);
+        ours.deleteTopicInBroker(Collections.singleton(brokerAddr), deleted);
+        Thread.sleep(2 * periodMs);
+        Map<String, String> afterDelete = alike("after deleting " + deleted + " on the broker only", 2 * periodMs, (t, r) -> null);
+        log("%s after its deletion on the broker only, on both: %s", deleted, afterDelete.get(deleted));
+
+        // 4. The broker's write permission wiped on both NameServers (as before taking a broker out): it stays
+        //    wiped through the broker's next registrations, whose data version has not changed (both NameServers
+        //    take a topic's permission from a registration only when its version changed), until
+        //    addWritePerm gives it back.
+        int wipedOurs = ours.wipeWritePermOfBroker(oursAddr, broker);
+        int wipedJava = java.wipeWritePermOfBroker(javaAddr, broker);
+        log("wipeWritePerm: ours %d topics, Java %d", wipedOurs, wipedJava);
+        check(wipedOurs == wipedJava, "wipeWritePerm touched %d topics on ours and %d on Java", wipedOurs, wipedJava);
+        check(wipedOurs >= topics.size(), "wipeWritePerm touched %d topics, fewer than the broker's %d", wipedOurs, topics.size());
+        Thread.sleep(periodMs + 2000);
+        alike("a registration period after wipeWritePerm", 2 * periodMs,
+            (t, r) -> !r.contains("perm=4") ? "write permission back before addWritePerm" : null);
+        log("both keep the write permission wiped through the broker's registrations");
+        int addedOurs = ours.addWritePermOfBroker(oursAddr, broker);
+        int addedJava = java.addWritePermOfBroker(javaAddr, broker);
+        log("addWritePerm: ours %d topics, Java %d", addedOurs, addedJava);
+        check(addedOurs == addedJava, "addWritePerm touched %d topics on ours and %d on Java", addedOurs, addedJava);
+        alike("after addWritePerm", periodMs, (t, r) -> !r.contains("perm=6") ? "write permission not given back" : null);
+        log("both give the write permission back with addWritePerm");
+    }
+
+    /** What a rule finds wrong with one topic's route (null: nothing). */
+    interface Rule {
+        String wrong(String topic, String route) throws Exception;
+    }
+
+    /**
+     * Waits until both NameServers route every topic alike and the rule finds nothing wrong on ours; the routes
+     * then. Fails with the first difference seen last.
+     */
+    private Map<String, String> alike(String when, long timeoutMs, Rule rule) throws Exception {
+        String[] last = new String[1];
+        try {
+            return await("both NameServers alike " + when, timeoutMs, () -> {
+                Map<String, String> seen = new TreeMap<>();
+                for (String t : topics) {
+                    String o = route(ours, t);
+                    String j = route(java, t);
+                    if (!o.equals(j)) {
+                        last[0] = t + ": ours " + o + ", Java " + j;
+                        return null;
+                    }
+                    String wrong = rule.wrong(t, o);
+                    if (wrong != null) {
+                        last[0] = t + ": " + wrong + " (" + o + ")";
+                        return null;
+                    }
+                    seen.put(t, o);
+                }
+                return seen;
+            });
+        } catch (Throwable e) {
+            throw new AssertionError(when + ": " + last[0], e);
+        }
+    }
+
+    /** One topic's route as text to compare: this broker's addresses, queues and permission, or "absent". */
+    private String route(DefaultMQAdminExt admin, String topic) throws Exception {
+        TopicRouteData r;
+        try {
+            r = admin.examineTopicRouteInfo(topic);
+        } catch (MQClientException e) {
+            if (e.getResponseCode() == TOPIC_NOT_EXIST) {
+                return "absent";
+            }
+            throw e;
+        }
+        StringBuilder out = new StringBuilder();
+        List<BrokerData> bds = new ArrayList<>(r.getBrokerDatas());
+        bds.sort((a, b) -> a.getBrokerName().compareTo(b.getBrokerName()));
+        for (BrokerData bd : bds) {
+            out.append(bd.getCluster()).append('/').append(bd.getBrokerName()).append(new TreeMap<>(bd.getBrokerAddrs())).append(' ');
+        }
+        List<QueueData> qds = new ArrayList<>(r.getQueueDatas());
+        qds.sort((a, b) -> a.getBrokerName().compareTo(b.getBrokerName()));
+        for (QueueData qd : qds) {
+            out.append(qd.getBrokerName()).append(":r").append(qd.getReadQueueNums()).append('w').append(qd.getWriteQueueNums())
+                .append(" perm=").append(qd.getPerm()).append(" sysFlag=").append(qd.getTopicSysFlag()).append(' ');
+        }
+        return out.toString().trim();
+    }
+}
