@@ -119,46 +119,54 @@ impl NamesrvCluster {
     /// clock that many seconds off (libfaketime, the monotonic clock left real: hosts whose
     /// clocks differ); `extra` is appended to every config file.
     pub fn start_skewed(launch: Launch, skews_s: &[i64], extra: &str) -> Self {
-        let ports: Vec<u16> = skews_s.iter().map(|_| free_port()).collect();
-        let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let peers = peer_list(&addrs);
-        let mut nodes = Nodes::new(launch);
-        for (i, port) in ports.iter().enumerate() {
-            nodes.add_wrapped(
-                |home| {
-                    format!(
-                        "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=n{i}\n\
-                         namesrvPeerStorePath={}\n{extra}",
-                        home.join("peers").display()
-                    )
-                },
-                skewed(skews_s[i]),
-            );
-        }
-        nodes.start_all();
-        NamesrvCluster { nodes, addrs }
+        Self::start_wrapped(
+            launch,
+            skews_s.len(),
+            |i| format!("n{i}"),
+            |i| skewed(skews_s[i]),
+            extra,
+        )
     }
 
     /// NameServers that list each other and all read the same self id, `namesrvSelfId=auto`:
     /// node `i` runs in a UTS namespace of its own whose host name is `{pod}-{i}`, as a
-    /// StatefulSet's pod is named. `extra` is appended to every config file (`{home}` in it
-    /// is replaced by the node's home).
+    /// StatefulSet's pod is named. `extra` is appended to every config file.
     pub fn start_as_pods(launch: Launch, n: usize, pod: &str, extra: &str) -> Self {
+        Self::start_wrapped(
+            launch,
+            n,
+            |_| "auto".into(),
+            |i| named_host(&format!("{pod}-{i}")),
+            extra,
+        )
+    }
+
+    /// `n` NameServers on loopback that list each other: node `i` reads `namesrvSelfId` as
+    /// `self_id(i)` and runs under the command `wrap(i)`; `extra` is appended to every config
+    /// file, `{home}` in it replaced by the node's home.
+    fn start_wrapped(
+        launch: Launch,
+        n: usize,
+        self_id: impl Fn(usize) -> String,
+        wrap: impl Fn(usize) -> Vec<String>,
+        extra: &str,
+    ) -> Self {
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let peers = peer_list(&addrs);
         let mut nodes = Nodes::new(launch);
         for (i, port) in ports.iter().enumerate() {
+            let id = self_id(i);
             nodes.add_wrapped(
                 |home| {
                     format!(
-                        "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=auto\n\
+                        "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId={id}\n\
                          namesrvPeerStorePath={}\n{}",
                         home.join("peers").display(),
                         extra.replace("{home}", &home.display().to_string())
                     )
                 },
-                named_host(&format!("{pod}-{i}")),
+                wrap(i),
             );
         }
         nodes.start_all();

@@ -54,6 +54,18 @@ async fn metadata(addr: &str) -> RemotingCommand {
         .unwrap()
 }
 
+/// The node's metadata once it says it leads (a one-node group elects itself within 10 s).
+async fn leading(addr: &str) -> RemotingCommand {
+    for _ in 0..100 {
+        let m = metadata(addr).await;
+        if m.ext("isLeader") == Some("true") {
+            return m;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("a one-node group elects itself");
+}
+
 #[tokio::test]
 async fn a_java_controller_config_file_starts_a_one_node_group_that_leads_itself() {
     let dir = tempfile::tempdir().unwrap();
@@ -72,16 +84,7 @@ async fn a_java_controller_config_file_starts_a_one_node_group_that_leads_itself
     .unwrap();
     let (_node, addr) = start(&conf);
     assert_eq!(addr, format!("127.0.0.1:{port}"));
-    let mut leader = None;
-    for _ in 0..100 {
-        let m = metadata(&addr).await;
-        if m.ext("isLeader") == Some("true") {
-            leader = Some(m);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let m = leader.expect("a one-node group elects itself");
+    let m = leading(&addr).await;
     assert_eq!(m.ext("group"), Some("group1"));
     assert_eq!(m.ext("controllerLeaderId"), Some("n0"));
     assert_eq!(
@@ -197,16 +200,12 @@ async fn as_a_pod_s_pid_1_it_takes_its_id_from_its_name_and_stops_on_sigterm() {
     boot_line(&mut lines);
     std::thread::spawn(move || for _ in lines {});
     let addr = format!("127.0.0.1:{port}");
-    let mut leader = None;
-    for _ in 0..100 {
-        let m = metadata(&addr).await;
-        if m.ext("isLeader") == Some("true") {
-            leader = m.ext("controllerLeaderId").map(str::to_string);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(leader.as_deref(), Some("n0"), "the pod's name made it n0");
+    let m = leading(&addr).await;
+    assert_eq!(
+        m.ext("controllerLeaderId"),
+        Some("n0"),
+        "the pod's name made it n0"
+    );
 
     // The controller is the forked child of `unshare`: PID 1 inside, this pid outside.
     let children =
