@@ -1521,6 +1521,21 @@ public final class ControllerInterop {
         return out;
     }
 
+    /**
+     * kill -9 the master under the sender: its successor must reach the route at id 0 within 60 s (printed as
+     * TIMING {@code timing}), and the sender must get 50 acknowledgements after the kill.
+     */
+    private Failover failOverUnder(Sender sender, Node master, String when, String timing) throws Exception {
+        long tKill = kill9(master);
+        log("kill -9 master %s %s", master, when);
+        Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
+        System.out.println("TIMING " + timing + "=" + (f.routeAt - tKill));
+        log("new master %s at id 0 in the route %d ms after the kill", name(f.newMaster), f.routeAt - tKill);
+        await("the producer acknowledges 50 sends after the failover", 60_000,
+            () -> sender.ackedAfter(tKill) >= 50 ? Boolean.TRUE : null);
+        return f;
+    }
+
     /** Runs the script's memberctl (grow|transfer ID|shrink|list) and returns the time it finished. */
     private long memberctl(String... words) throws Exception {
         List<String> cmd = new ArrayList<>();
@@ -1559,14 +1574,8 @@ public final class ControllerInterop {
             String leaderAfterGrow = await("one controller leader named by the first three nodes", 30_000, this::agreedLeader);
             log("five voters; the leader is %s", leaderAfterGrow);
 
-            Node master = brokerByAddr(v.masterAddr());
-            long tKill = kill9(master);
-            log("kill -9 master %s with five controller voters", master);
-            Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
-            System.out.println("TIMING members-master-failover-ms=" + (f.routeAt - tKill));
-            log("new master %s at id 0 in the route %d ms after the kill", name(f.newMaster), f.routeAt - tKill);
-            await("the producer acknowledges 50 sends after the failover", 60_000,
-                () -> sender.ackedAfter(tKill) >= 50 ? Boolean.TRUE : null);
+            Failover f = failOverUnder(sender, brokerByAddr(v.masterAddr()), "with five controller voters",
+                "members-master-failover-ms");
 
             long tTransfer = System.currentTimeMillis();
             memberctl("transfer", "n3");
@@ -1663,14 +1672,8 @@ public final class ControllerInterop {
             String leader = await("one controller leader, named by every node", 60_000, this::agreedLeader);
             log("every controller node has moved; the leader is %s", leader);
             View before = awaitHealthy(60_000);
-            Node master = brokerByAddr(before.masterAddr());
-            long tKill = kill9(master);
-            log("kill -9 master %s with every controller node at a new address", master);
-            Failover f = awaitNewMasterInRoute(master.addr, tKill, 60_000);
-            System.out.println("TIMING moved-master-failover-ms=" + (f.routeAt - tKill));
-            log("new master %s at id 0 in the route %d ms after the kill", name(f.newMaster), f.routeAt - tKill);
-            await("the producer acknowledges 50 sends after the failover", 60_000,
-                () -> sender.ackedAfter(tKill) >= 50 ? Boolean.TRUE : null);
+            failOverUnder(sender, brokerByAddr(before.masterAddr()), "with every controller node at a new address",
+                "moved-master-failover-ms");
             long[] gap = sender.longestPause(tStart, System.currentTimeMillis());
             System.out.println("TIMING moves-producer-gap-ms=" + gap[0]);
             log("producer across the moves and the failover: %d sends acknowledged, failed sends %s; longest pause %d ms",
