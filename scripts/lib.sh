@@ -83,6 +83,23 @@ build_harness() {
   touch "$stamp"
 }
 
+# scratch_dir NAME: makes a new directory for a suite's stores and logs and prints its path. Brokers
+# mark their store full and refuse every message once its partition is 90 % used (5.x clamps a higher
+# setting to 90 %), so on a disk that a build is filling the suites would fail for reasons that say
+# nothing about the server under test. Unless TMPDIR names a place, a tmpfs with 4 GiB free
+# (/dev/shm, where native libraries may be loaded from) is used, and /tmp otherwise.
+scratch_dir() {
+  local base=${TMPDIR:-}
+  if [[ -z $base ]]; then
+    base=/tmp
+    if [[ -d /dev/shm && -w /dev/shm ]] && ! findmnt -no OPTIONS /dev/shm 2>/dev/null | grep -qw noexec \
+      && (($(df -Pk /dev/shm | awk 'NR == 2 { print $4 }') > 4 * 1024 * 1024)); then
+      base=/dev/shm
+    fi
+  fi
+  mktemp -d "$base/$1.XXXXXX"
+}
+
 # warn_disk DIR: brokers refuse writes once their disk is 90 % full, which would show as failures
 # that say nothing about the server under test.
 warn_disk() {
