@@ -430,6 +430,69 @@ async fn after_a_leader_change_the_new_leader_counts_every_heartbeating_broker_a
     assert!(in_sync.iter().all(|r| r["alive"] == true), "{in_sync:?}");
 }
 
+/// Every node restarted at once, as a StatefulSet's pods deleted together come back: the new
+/// leader has heard no broker yet. The slave, heard first, asks to be master; the master is only
+/// late (on Kubernetes its JVM resolves the nodes' names to the old pods for up to 30 s). Within
+/// one heartbeat timeout of the new leadership the master keeps its role; once that has passed
+/// without a word from it, the slave is elected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_whole_group_restarts_a_master_not_heard_yet_is_kept_for_a_heartbeat_timeout() {
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
+    leader_of(&cluster).await;
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41081").await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41082").await;
+    master.heartbeat_timeout_ms = 10_000;
+    slave.heartbeat_timeout_ms = 10_000;
+    in_sync(&cluster, &mut master, &mut slave).await;
+
+    for i in 0..3 {
+        cluster.kill(i);
+    }
+    for i in 0..3 {
+        cluster.restart(i);
+    }
+    leader_of(&cluster).await;
+    let led_from = std::time::Instant::now();
+    slave.heartbeat(&cluster.controllers).await;
+    let asked = slave.elect_self(&cluster.controllers).await.unwrap();
+    assert_eq!(
+        asked.code,
+        rocketmq_wire::codes::response::CONTROLLER_MASTER_STILL_EXIST,
+        "{:?}",
+        asked.remark
+    );
+    let info = slave.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(
+        info.master_id,
+        Some(1),
+        "the master kept at first: {info:?}"
+    );
+
+    let mut elected = None;
+    for _ in 0..80 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        slave.heartbeat(&cluster.controllers).await;
+        if slave
+            .elect_self(&cluster.controllers)
+            .await
+            .is_some_and(|r| r.code == 0)
+            || slave
+                .replica_info(&cluster.controllers)
+                .await
+                .is_some_and(|i| i.master_id == Some(2))
+        {
+            elected = Some(led_from.elapsed());
+            break;
+        }
+    }
+    let took = elected.expect("the slave is elected once the master stayed silent");
+    assert!(
+        took >= Duration::from_secs(8),
+        "not before the new leader has led for a heartbeat timeout: {took:?}"
+    );
+    drop(master);
+}
+
 /// A master that stops heartbeating but keeps its connections (a frozen process, SIGSTOP) is
 /// replaced once its own heartbeat timeout passes (Java's JRaft scan never ran: #10416).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

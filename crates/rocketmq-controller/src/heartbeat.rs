@@ -2,7 +2,7 @@
 //! node they can reach, so every node keeps its own table and a new leader already knows who is
 //! alive; the table is not replicated (liveness is a fact about now, not state).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::replicated::LiveBroker;
@@ -64,6 +64,8 @@ pub struct LiveTable {
     closed: HashMap<BrokerKey, Instant>,
     /// When the node last looked at the table.
     last_look: Option<Instant>,
+    /// Every broker this node has heard since it started, expired or not.
+    heard: std::collections::HashSet<BrokerKey>,
 }
 
 /// Where a heartbeat came from.
@@ -117,7 +119,15 @@ impl LiveTable {
                     (p.epoch, p.max_offset, p.confirm_offset);
             }
         }
+        self.heard.insert(key.clone());
         self.brokers.insert(key, Entry { beat, last: now });
+    }
+
+    /// Whether this node has heard the broker since it started (alive now or not).
+    pub fn ever_heard(&self, broker_name: &str, broker_id: i64) -> bool {
+        self.heard
+            .iter()
+            .any(|k| k.broker_name == broker_name && k.broker_id == broker_id)
     }
 
     pub fn is_active(
@@ -157,10 +167,6 @@ impl LiveTable {
                 )
             })
             .collect()
-    }
-
-    pub fn alive_ids(&self, broker_name: &str, now: Instant) -> BTreeSet<i64> {
-        self.live_of(broker_name, now).into_keys().collect()
     }
 
     /// Every broker alive now: a copy, so that callers can judge liveness while holding other
@@ -256,6 +262,7 @@ impl LiveTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn key(name: &str, id: i64) -> BrokerKey {
         BrokerKey {
@@ -299,7 +306,8 @@ mod tests {
         table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
         table.on_heartbeat(key("a", 2), beat(2, 3), Via::Direct, t0);
         assert_eq!(table.on_connection_closed(1, t0), vec![key("a", 1)]);
-        assert_eq!(table.alive_ids("a", t0), BTreeSet::from([2]));
+        let alive: BTreeSet<i64> = table.live_of("a", t0).into_keys().collect();
+        assert_eq!(alive, BTreeSet::from([2]));
     }
 
     #[test]

@@ -349,12 +349,37 @@ impl Controller {
     }
 
     /// The facts of a broker name's live members, fixed into an election command.
+    /// The live members of a broker group, as elections and registrations weigh them. A leader
+    /// that has led for less than one heartbeat timeout has not heard every broker yet: when the
+    /// whole group restarted (a StatefulSet's pods deleted at once, back at new addresses), a
+    /// master that is only late (its JVM still resolves the nodes' names to the old pods for up
+    /// to 30 s) would lose to the member heard first, and clients would send to a slave until
+    /// their next route update. Until then a master this node has never heard counts as alive.
     pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::replicated::LiveBroker> {
-        self.live_table().live_of(broker_name, Instant::now())
+        let mut live = self.live_table().live_of(broker_name, Instant::now());
+        if let Some((master, epoch)) = self.unheard_master(broker_name) {
+            live.entry(master).or_insert(crate::replicated::LiveBroker {
+                broker_id: master,
+                epoch,
+                max_offset: 0,
+                election_priority: 0,
+            });
+        }
+        live
     }
 
     pub fn alive_ids(&self, broker_name: &str) -> std::collections::BTreeSet<i64> {
-        self.live_table().alive_ids(broker_name, Instant::now())
+        self.live_of(broker_name).into_keys().collect()
+    }
+
+    /// The group's master, while this node leads but has not led for a heartbeat timeout and has
+    /// never heard that master (see `live_of`).
+    fn unheard_master(&self, broker_name: &str) -> Option<(i64, i32)> {
+        if !self.is_leader() || self.settled_leader() {
+            return None;
+        }
+        let (master, epoch) = self.group.applied().read().state.master_of(broker_name)?;
+        (!self.live_table().ever_heard(broker_name, master)).then_some((master, epoch))
     }
 
     pub fn elect_unclean(&self) -> bool {
