@@ -52,6 +52,11 @@ pub fn spawn(
 /// registration landing at the deadline is either seen (and the broker kept) or numbered after
 /// the removals (and they leave it alone).
 pub fn scan(state: &State) {
+    // Going away, the table is kept as the brokers last left it for the snapshot written at
+    // exit: brokers stop registering with a NameServer that answers GO_AWAY.
+    if state.is_shutting_down() {
+        return;
+    }
     let Expiry { expired, leaving } = state.routes.change(|r| r.expire(now_ms()));
     if expired.is_empty() {
         return;

@@ -83,6 +83,13 @@ impl State {
         if let Some(sessions) = &self.peer_sessions {
             sessions.closed(conn);
         }
+        // Going away, this NameServer answers GO_AWAY, and 5.x brokers close their connections
+        // to it at once: they are not leaving, it is. The table stays as the brokers last left
+        // it, so that the route snapshot written at exit is what it serves once restarted (a
+        // StatefulSet's pods deleted together would otherwise all come back with no routes).
+        if self.is_shutting_down() {
+            return;
+        }
         // Most connections are clients': only a connection a broker registered on is worth
         // the write lock, which route lookups wait for.
         if self.routes.read(|r| r.registered_on(conn).is_empty()) {

@@ -93,6 +93,47 @@ async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
     );
 }
 
+/// 5.x brokers close their connections to a NameServer that answers GO_AWAY: during the graceful
+/// shutdown they leave its connection table, not its routes. The snapshot written at exit still
+/// holds them, so a member restarted with its peers (a StatefulSet's pods deleted together) serves
+/// them at once instead of no route at all.
+#[tokio::test]
+async fn brokers_that_close_their_connections_during_the_graceful_shutdown_stay_in_its_snapshot() {
+    let mut server =
+        MQNAMESRV.start_with("enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2");
+    let broker = Broker::new("c", "b", 0, "127.0.0.1:10911");
+    let registered_on = server.client().await;
+    let registered = broker.register(&registered_on, &BASE_TOPICS, 1).await;
+    assert_eq!(
+        registered.code,
+        response::SUCCESS,
+        "{:?}",
+        registered.remark
+    );
+    let client = server.client().await;
+    let pid = server.pid().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    eventually(
+        "GO_AWAY during the shutdown wait",
+        Duration::from_secs(2),
+        || async { call(&client, route_request("TopicTest", 479)).await.code == response::GO_AWAY },
+    )
+    .await;
+    // The broker goes as a 5.x broker does on GO_AWAY: it closes its connection.
+    drop(registered_on);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(server.terminate().success());
+
+    let restarted = MQNAMESRV.start_in(&server.home, "");
+    let client = restarted.client().await;
+    let route = call(&client, route_request("TopicTest", 479)).await;
+    assert_eq!(route.code, response::SUCCESS, "{:?}", route.remark);
+    assert!(body_text(&route).contains("127.0.0.1:10911"));
+}
+
 #[tokio::test]
 async fn probes_metrics_and_address_list() {
     let server = MQNAMESRV.start_with("needWaitForService=true\nwaitSecondsForService=2");
