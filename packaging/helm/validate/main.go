@@ -3,13 +3,16 @@
 // duplicate field, and carry a name; a StatefulSet's containers may mount only volumes it has
 // and probe only ports they declare; within one file, a Service must select pods that declare
 // its named target ports, and a ServiceMonitor must scrape a port of a Service it selects.
-// Usage: validate FILE...
+// Usage: validate [-json OUT] FILE...
+// With -json, the documents of every file, once they all passed, are written to OUT as one JSON
+// array (the pod simulation harness, interop/kube, reads the render that way).
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,33 +46,49 @@ type head struct {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: validate FILE...")
+	jsonOut := flag.String("json", "", "write the validated documents to this file as a JSON array")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: validate [-json OUT] FILE...")
 		os.Exit(2)
 	}
 	failures, checked := 0, 0
-	for _, path := range os.Args[1:] {
-		n, errs := validateFile(path)
+	var docs []json.RawMessage
+	for _, path := range flag.Args() {
+		n, found, errs := validateFile(path)
 		checked += n
+		docs = append(docs, found...)
 		for _, err := range errs {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
 			failures++
 		}
 	}
-	fmt.Printf("validate: %d documents in %d files, %d problems\n", checked, len(os.Args)-1, failures)
+	fmt.Printf("validate: %d documents in %d files, %d problems\n", checked, flag.NArg(), failures)
 	if failures > 0 {
 		os.Exit(1)
 	}
+	if *jsonOut != "" {
+		out, err := json.MarshalIndent(docs, "", " ")
+		if err == nil {
+			err = os.WriteFile(*jsonOut, out, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 }
 
-func validateFile(path string) (int, []error) {
+// validateFile returns how many documents the file holds, each of them as JSON, and its problems.
+func validateFile(path string) (int, []json.RawMessage, []error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, []error{err}
+		return 0, nil, []error{err}
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var errs []error
 	var objects []any
+	var docs []json.RawMessage
 	n := 0
 	for i := 1; ; i++ {
 		doc, err := reader.Read()
@@ -77,7 +96,7 @@ func validateFile(path string) (int, []error) {
 			break
 		}
 		if err != nil {
-			return n, append(errs, fmt.Errorf("document %d: %w", i, err))
+			return n, docs, append(errs, fmt.Errorf("document %d: %w", i, err))
 		}
 		obj, err := validateDoc(doc)
 		if err != nil {
@@ -88,9 +107,12 @@ func validateFile(path string) (int, []error) {
 		}
 		if !empty(doc) {
 			n++
+			if j, err := yaml.YAMLToJSON(doc); err == nil {
+				docs = append(docs, j)
+			}
 		}
 	}
-	return n, append(errs, crossCheck(objects)...)
+	return n, docs, append(errs, crossCheck(objects)...)
 }
 
 // crossCheck: what one object says of another in the same render. A Service's named target
