@@ -835,6 +835,8 @@ def judge(sim):
             ok = False
     result = open(os.path.join(sim.traffic_dir, "result")).read().split() if os.path.exists(
         os.path.join(sim.traffic_dir, "result")) else []
+    if len(result) == 4:
+        sim.results.append({"messages_acknowledged": int(result[1]), "messages_received": int(result[3])})
     if len(result) != 4 or result[1] != result[3]:
         log(f"messages acknowledged but not received: {' '.join(result) or 'no result'}")
         ok = False
