@@ -753,7 +753,15 @@ def play(sim, scenarios):
         for b in sim.brokers:
             b.create()
         log(f"brokers {', '.join(b.name + ' at ' + b.ip for b in sim.brokers)} started with "
-            f"{sim.args.topics} topics, in controller mode")
+            f"{sim.args.topics} topics" + (", in controller mode" if sim.controller_port else ""))
+        # The clients start once a master has registered: a broker busy with its start-up (10,000
+        # topics to load and register) can time a new consumer's first heartbeat out, after which the
+        # 5.x client stops pulling some queues (seen here, with the Java NameServer too).
+        r = sim.client_java("master", f"ns={';'.join(sim.ns_names())}", f"broker={CLUSTER_BROKER}", "addr=any",
+                            "timeoutMs=240000")
+        if r.returncode != 0:
+            raise Failure(f"no master of {CLUSTER_BROKER} registered:\n{r.stdout[-1500:]}")
+        time.sleep(SETTLE_S)
         sim.start_traffic()
         sim.await_sends_ok(0, 240)
         sim.await_routes_everywhere(120)

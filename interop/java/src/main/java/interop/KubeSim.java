@@ -52,8 +52,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   and writes DIR/result: "acknowledged N received M".
  * kv-kept ns=N1;N2;N3 file=DIR/kv
  *   Every key of the file (KUBE_SIM namespace) is answered by every NameServer, each asked on its own.
- * master ns=N1;N2;N3 broker=B addr=HOST:PORT timeoutMs=MS
- *   Waits until the cluster info names HOST:PORT the master of B (the controller elected it).
+ * master ns=N1;N2;N3 broker=B addr=HOST:PORT|any timeoutMs=MS
+ *   Waits until the cluster info names HOST:PORT (or anyone, with "any") the master of B.
  */
 public final class KubeSim {
     static final String KV_NAMESPACE = "KUBE_SIM";
@@ -271,7 +271,8 @@ public final class KubeSim {
             await("cluster info names " + addr + " the master of " + broker,
                 Long.parseLong(args.getOrDefault("timeoutMs", "60000")), () -> {
                     BrokerData bd = admin.examineBrokerClusterInfo().getBrokerAddrTable().get(broker);
-                    return bd != null && addr.equals(bd.getBrokerAddrs().get(0L)) ? bd : null;
+                    String master = bd == null ? null : bd.getBrokerAddrs().get(0L);
+                    return master != null && ("any".equals(addr) || addr.equals(master)) ? bd : null;
                 });
             log("%s is the master of %s", addr, broker);
         } finally {
