@@ -170,6 +170,7 @@ class Pod:
         idx = self.sim.next_link()
         self.netns = f"{net.tag}-{self.name}"
         host_if, pod_if = f"{net.tag}h{idx}", f"{net.tag}p{idx}"
+        self.host_if = host_if
         run("ip", "netns", "add", self.netns)
         run("ip", "link", "add", host_if, "type", "veth", "peer", "name", pod_if)
         run("ip", "link", "set", pod_if, "netns", self.netns)
@@ -189,6 +190,8 @@ class Pod:
 
     def _net_down(self):
         if self.netns:
+            # The pair goes with either end; the namespace itself may outlive its name a while.
+            run("ip", "link", "del", self.host_if, check=False)
             run("ip", "netns", "del", self.netns, check=False)
             shutil.rmtree(f"/etc/netns/{self.netns}", ignore_errors=True)
             self.netns = None
