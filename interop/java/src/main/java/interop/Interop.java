@@ -19,6 +19,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.remoting.RemotingClient;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.body.HARuntimeInfo;
 import org.apache.rocketmq.remoting.protocol.body.KVTable;
@@ -482,6 +483,20 @@ public final class Interop {
             check(e.getResponseCode() == code, "%s: expected response code %d, got %d (%s)", what, code,
                 e.getResponseCode(), e.getErrorMessage());
         }
+    }
+
+    /** An admin client of its own on ns (its instance name made unique), started. */
+    static DefaultMQAdminExt startedAdmin(String ns, String instance, long timeoutMs) throws MQClientException {
+        DefaultMQAdminExt a = new DefaultMQAdminExt(timeoutMs);
+        a.setNamesrvAddr(ns);
+        a.setInstanceName(instance + "-" + System.nanoTime());
+        a.start();
+        return a;
+    }
+
+    /** The admin's own remoting client: requests the admin API has no call for go out as its calls do (signed alike). */
+    static RemotingClient remotingOf(DefaultMQAdminExt a) {
+        return a.getDefaultMQAdminExtImpl().getMqClientInstance().getMQClientAPIImpl().getRemotingClient();
     }
 
     /** The key=value arguments after the scenario name. */

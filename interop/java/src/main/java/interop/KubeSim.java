@@ -80,18 +80,6 @@ public final class KubeSim {
         return Arrays.asList(args.get("ns").split(";"));
     }
 
-    private static DefaultMQAdminExt admin(String ns, String name) throws Exception {
-        DefaultMQAdminExt a = new DefaultMQAdminExt(3000);
-        a.setNamesrvAddr(ns);
-        a.setInstanceName("kube-sim-" + name + "-" + System.nanoTime());
-        a.start();
-        return a;
-    }
-
-    private static RemotingClient remoting(DefaultMQAdminExt a) {
-        return a.getDefaultMQAdminExtImpl().getMqClientInstance().getMQClientAPIImpl().getRemotingClient();
-    }
-
     /** One line appended to a file, flushed at once (the harness reads these files while this runs). */
     private static final class Journal {
         private final PrintWriter out;
@@ -136,8 +124,8 @@ public final class KubeSim {
         producer.setSendMsgTimeout(3000);
         consumer.start();
         producer.start();
-        DefaultMQAdminExt admin = admin(nsList, "watch");
-        RemotingClient remoting = remoting(admin);
+        DefaultMQAdminExt admin = Interop.startedAdmin(nsList, "kube-sim-watch", 3000);
+        RemotingClient remoting = Interop.remotingOf(admin);
 
         Set<String> acknowledged = ConcurrentHashMap.newKeySet();
         List<Thread> threads = new ArrayList<>();
@@ -233,9 +221,9 @@ public final class KubeSim {
 
     private static void kvKept(Map<String, String> args) throws Exception {
         List<String> lines = Files.readAllLines(Paths.get(args.get("file")), StandardCharsets.UTF_8);
-        DefaultMQAdminExt admin = admin(String.join(";", namesrvs(args)), "kv");
+        DefaultMQAdminExt admin = Interop.startedAdmin(String.join(";", namesrvs(args)), "kube-sim-kv", 3000);
         try {
-            RemotingClient remoting = remoting(admin);
+            RemotingClient remoting = Interop.remotingOf(admin);
             int lost = 0;
             for (String addr : namesrvs(args)) {
                 for (String line : lines) {
@@ -266,7 +254,7 @@ public final class KubeSim {
 
     private static void master(Map<String, String> args) throws Exception {
         String broker = args.get("broker"), addr = args.get("addr");
-        DefaultMQAdminExt admin = admin(String.join(";", namesrvs(args)), "master");
+        DefaultMQAdminExt admin = Interop.startedAdmin(String.join(";", namesrvs(args)), "kube-sim-master", 3000);
         try {
             await("cluster info names " + addr + " the master of " + broker,
                 Long.parseLong(args.getOrDefault("timeoutMs", "60000")), () -> {

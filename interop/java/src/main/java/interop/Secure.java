@@ -296,8 +296,7 @@ public final class Secure {
 
     /** A request through the admin's own remoting client, so it is signed exactly when the admin's calls are. */
     private static RemotingCommand invoke(DefaultMQAdminExt a, String ns, RemotingCommand req) throws Exception {
-        return a.getDefaultMQAdminExtImpl().getMqClientInstance().getMQClientAPIImpl().getRemotingClient()
-            .invokeSync(ns, req, 5000);
+        return Interop.remotingOf(a).invokeSync(ns, req, 5000);
     }
 
     /** REGISTER_BROKER exactly as BrokerOuterAPI.registerBrokerAll builds it (uncompressed body, CRC32). */

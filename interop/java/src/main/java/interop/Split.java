@@ -50,16 +50,8 @@ public final class Split {
         for (int i = 0; i < n; i++) {
             topics.add(String.format("%s%03d", PREFIX, i));
         }
-        this.ours = admin(oursAddr, "ours");
-        this.java = admin(javaAddr, "java");
-    }
-
-    private static DefaultMQAdminExt admin(String ns, String name) throws MQClientException {
-        DefaultMQAdminExt a = new DefaultMQAdminExt(5000);
-        a.setNamesrvAddr(ns);
-        a.setInstanceName("interop-split-" + name + "-" + System.nanoTime());
-        a.start();
-        return a;
+        this.ours = Interop.startedAdmin(oursAddr, "interop-split-ours", 5000);
+        this.java = Interop.startedAdmin(javaAddr, "interop-split-java", 5000);
     }
 
     public static void main(String[] argv) {
