@@ -150,6 +150,7 @@ class Pod:
         self.kind = kind  # "namesrv", "broker" or "client"
         self.ip = None
         self.netns = None
+        self.host_if = None  # the host's end of the pod's veth pair
         self.proc = None
         self.ready = False
         self.created_at = 0
@@ -704,13 +705,12 @@ def step_diff(sim, label, require_agreement):
     t0 = time.monotonic()
     # A registration landing on one member while the diff reads the others shows for a moment.
     deadline = t0 + (5 if require_agreement else 0)
-    first = None
+    first = True
     while True:
         code, out = sim.nsadmin_diff()
-        if first is None:
-            first = (code, out)
-            if code != 0:
-                log(f"nsadmin diff right after {label}: exit {code}:\n{out[-1500:]}")
+        if first and code != 0:
+            log(f"nsadmin diff right after {label}: exit {code}:\n{out[-1500:]}")
+        first = False
         if code == 0 or time.monotonic() >= deadline:
             break
         time.sleep(1)
