@@ -91,6 +91,12 @@ rocketmq_wire::key_table! {
     // Ours: a file holding the secret every member of namesrvPeers shares, with which they prove
     // who they are to each other. Empty: members are told apart by their addresses only.
     "namesrvPeerSecretPath" => namesrv_peer_secret_path: String = String::new();
+    // Ours: the route journal (every route change with its cause, for `nsadmin explainRoute`),
+    // where it is kept and its bounds; read at start.
+    "routeJournalEnable" => route_journal_enable: bool = true;
+    "routeJournalPath" => route_journal_path: String = home.join("namesrv").join("journal").display().to_string();
+    "routeJournalMaxBytes" => route_journal_max_bytes: i64 = 64 << 20;
+    "routeJournalMaxAgeHours" => route_journal_max_age_hours: i64 = 7 * 24;
 }
 }
 
@@ -108,7 +114,7 @@ rocketmq_wire::key_table! {
 /// - `namesrvPeers`, `namesrvSelfId`, `namesrvPeerStorePath`, `namesrvPeerSecretPath`: who the
 ///   KV group's members are, how they prove it and where this one keeps its log cannot change
 ///   under a running group.
-const ALWAYS_BLACKLISTED: [&str; 15] = [
+const ALWAYS_BLACKLISTED: [&str; 16] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -116,6 +122,7 @@ const ALWAYS_BLACKLISTED: [&str; 15] = [
     "authenticationEnabled",
     "authCredentialsPath",
     "routeSnapshotPath",
+    "routeJournalPath",
     "logDir",
     "bindAddress",
     "httpBindAddress",

@@ -102,6 +102,9 @@ pub struct AdminChange {
     /// whose clocks differ would disagree on anything decided by it).
     pub at_ms: i64,
     pub op: AdminOp,
+    /// Who asked (`admin at ADDRESS`), for every member's route journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,8 +126,8 @@ pub enum AdminOp {
 
 impl AdminOp {
     /// Applies the change to a lone NameServer's routes; how many topics it touched.
-    pub fn apply(&self, routes: &crate::registry::RouteTable) -> i64 {
-        routes.change(|r| self.apply_to(r))
+    pub fn apply(&self, routes: &crate::registry::RouteTable, by: Option<String>) -> i64 {
+        routes.change_by(by, |r| self.apply_to(r))
     }
 
     /// Applies the change to this member's routes; how many topics it touched.
@@ -577,12 +580,13 @@ impl KvGroup {
 
     /// Proposes an admin change and waits until this member applied it; how many topics it
     /// touched here.
-    pub async fn admin(&self, local: &State, op: AdminOp) -> Result<i64, WriteFailed> {
+    pub async fn admin(&self, local: &State, op: AdminOp, by: String) -> Result<i64, WriteFailed> {
         let id = change_id();
         let change = AdminChange {
             id,
             at_ms: rocketmq_wire::clock::now_ms(),
             op,
+            by: Some(by),
         };
         let began = Instant::now();
         self.write(local, KvCommand::Admin(change)).await?;
@@ -652,10 +656,11 @@ impl KvGroup {
                 return;
             };
             for (seq, change) in state.admin.iter().filter(|(seq, _)| *seq > from) {
+                let by = change.by.clone();
                 let touched = if late {
-                    r.late(|r| change.op.apply_to(r))
+                    r.asked_by(by, |r| r.late(|r| change.op.apply_to(r)))
                 } else {
-                    change.op.apply_to(r)
+                    r.asked_by(by, |r| change.op.apply_to(r))
                 };
                 admin.insert(change.id, touched);
                 r.set_admin_position(*seq);

@@ -12,6 +12,7 @@
 //! - `handler`: the table of request codes and one module per request family;
 //! - `housekeeping`: the timer of the broker expiry scan and the batch unregistration queue;
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
+//! - [`journal`]: every route change with its cause, on disk, for `nsadmin explainRoute`;
 //! - [`kv`]: the namespaced KV store and its file;
 //! - `kv_group`: the KV config replicated among the NameServers of `namesrvPeers`;
 //! - [`memory`]: giving memory back after large transient work;
@@ -35,6 +36,7 @@ mod events;
 mod handler;
 mod housekeeping;
 mod http;
+pub mod journal;
 pub mod kv;
 mod kv_group;
 pub mod memory;
@@ -252,7 +254,9 @@ pub async fn run(
     if peer_routes.is_some() {
         registry.hash_topics();
     }
-    let routes = RouteTable::with_registry(registry);
+    let journal = Arc::new(open_journal(server));
+    journal.record(started_entries(&registry, &snapshot_path));
+    let routes = RouteTable::with_registry(registry).with_journal(journal.clone());
     let state = Arc::new(State {
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
@@ -337,5 +341,61 @@ pub async fn run(
     if let Some(group) = kv_group {
         group.shutdown().await;
     }
+    journal.close();
     Ok(())
+}
+
+/// The route journal as configured; one that cannot be opened is logged and kept off: the
+/// journal explains routes, it does not serve them.
+fn open_journal(server: &config::ServerConfig) -> journal::Journal {
+    if !server.route_journal_enable {
+        return journal::Journal::disabled();
+    }
+    let limits = journal::Limits {
+        max_bytes: server.route_journal_max_bytes.max(0) as u64,
+        max_age_ms: server
+            .route_journal_max_age_hours
+            .max(0)
+            .saturating_mul(3_600_000),
+    };
+    match journal::Journal::open(server.route_journal_path.clone().into(), limits) {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::error!(path = %server.route_journal_path, "route journal off: cannot open it: {e}");
+            journal::Journal::disabled()
+        }
+    }
+}
+
+/// What the journal is told at start: that this NameServer started, and each group the
+/// route snapshot brought back (served until its brokers register again or expire).
+fn started_entries(
+    registry: &registry::Registry,
+    snapshot: &Option<std::path::PathBuf>,
+) -> Vec<journal::Entry> {
+    use journal::{Cause, Entry};
+    let groups: Vec<_> = registry.groups().collect();
+    let mut entries = vec![Entry::new(Cause::Started).detail(match snapshot {
+        Some(path) => format!(
+            "mqnamesrv {}; {} broker groups restored from {}",
+            env!("CARGO_PKG_VERSION"),
+            groups.len(),
+            path.display()
+        ),
+        None => format!(
+            "mqnamesrv {}; route snapshot off (routeSnapshotEnable=false)",
+            env!("CARGO_PKG_VERSION")
+        ),
+    })];
+    for bd in groups {
+        let addrs: Vec<String> = bd
+            .broker_addrs
+            .iter()
+            .map(|(id, addr)| format!("{id}={addr}"))
+            .collect();
+        let mut e = Entry::new(Cause::Restored).group(&bd.broker_name);
+        e.cluster = Some(bd.cluster.clone());
+        entries.push(e.detail(format!("members {}", addrs.join(", "))));
+    }
+    entries
 }

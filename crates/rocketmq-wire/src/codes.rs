@@ -53,6 +53,11 @@ pub mod request {
     pub const CONTROLLER_TRANSFER_LEADER: i32 = 1202;
     /// The members, their roles and how far each lags the leader's log.
     pub const CONTROLLER_LIST_MEMBERS: i32 = 1203;
+
+    // Ours, served by a NameServer to admin tools (`nsadmin explainRoute`).
+    /// The route journal's entries about a topic (`topic`) or a broker group (`brokerName`),
+    /// newest `limit`, with the route as it is now: a JSON body.
+    pub const ROUTE_JOURNAL: i32 = 1230;
 }
 
 /// Response codes a NameServer or a controller answers with.

@@ -16,6 +16,7 @@ use rocketmq_wire::RemotingCommand;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{success, Context, HandlerResult, Origin, SystemError};
+use crate::journal::{Cause, Entry};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
@@ -36,6 +37,11 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> HandlerRe
     if expected_crc != 0 {
         let actual = r.body.as_deref().map_or(0, rocketmq_wire::body_crc32);
         if actual as i64 != expected_crc {
+            refused(
+                state,
+                &header,
+                "its body does not match its crc32 (bodyCrc32)",
+            );
             return Ok(success(r).with_empty_ext().into_error("crc32 not match"));
         }
     }
@@ -71,9 +77,23 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> HandlerRe
         max_inflated,
         header,
     };
+    let identity = (
+        from.cluster.clone(),
+        from.broker_name.clone(),
+        from.broker_addr.clone(),
+        from.broker_id,
+    );
     let done = state
         .routes
-        .register_broker(&from, fingerprint(r, Part::Whole), policy, request)?;
+        .register_broker(&from, fingerprint(r, Part::Whole), policy, request)
+        .inspect_err(|SystemError(why)| {
+            let (cluster, name, addr, id) = &identity;
+            state.routes.journal().refused(
+                Entry::new(Cause::Refused)
+                    .broker(cluster, name, addr, *id)
+                    .detail(format!("its body could not be read: {why}")),
+            );
+        })?;
     if !done.repeat && matches!(done.outcome, RegisterOutcome::Registered { .. }) {
         state.admission.trust(origin.peer);
     }
@@ -279,6 +299,20 @@ fn inflate_limit(max_frame: i64) -> usize {
     usize::try_from(max_frame.max(0))
         .unwrap_or(usize::MAX)
         .saturating_mul(4)
+}
+
+/// Journals a registration refused before the registry saw it.
+fn refused(state: &State, header: &RegisterBrokerHeader<'_>, why: &str) {
+    state.routes.journal().refused(
+        Entry::new(Cause::Refused)
+            .broker(
+                header.cluster_name,
+                header.broker_name,
+                header.broker_addr,
+                header.broker_id,
+            )
+            .detail(why),
+    );
 }
 
 pub fn unregister(state: &State, r: &RemotingCommand) -> HandlerResult {

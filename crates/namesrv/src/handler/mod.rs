@@ -2,6 +2,7 @@
 
 mod broker;
 mod config;
+mod journal;
 mod kv;
 mod peer;
 mod perm;
@@ -114,22 +115,14 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_BROKER_MEMBER_GROUP => Facts::new(|s, _, r| broker::member_group(s, r)),
         req::GET_ROUTEINFO_BY_TOPIC => Facts::new(|s, _, r| route::topic_route(s, r)),
         req::GET_BROKER_CLUSTER_INFO => Facts::new(|s, _, r| route::cluster_info(s, r)),
-        req::WIPE_WRITE_PERM_OF_BROKER => Facts::new(|s, _, r| perm::wipe(s, r))
-            .blocking()
-            .changes_state(),
-        req::ADD_WRITE_PERM_OF_BROKER => Facts::new(|s, _, r| perm::add(s, r))
-            .blocking()
-            .changes_state(),
+        req::WIPE_WRITE_PERM_OF_BROKER => Facts::new(perm::wipe).blocking().changes_state(),
+        req::ADD_WRITE_PERM_OF_BROKER => Facts::new(perm::add).blocking().changes_state(),
         req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
             Facts::new(|s, _, r| topic::all(s, r)).blocking()
         }
         // Blocking: with peers they wait for the KV group (`admin_change`).
-        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::delete(s, r))
-            .blocking()
-            .changes_state(),
-        req::REGISTER_TOPIC_IN_NAMESRV => Facts::new(|s, _, r| topic::register(s, r))
-            .blocking()
-            .changes_state(),
+        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(topic::delete).blocking().changes_state(),
+        req::REGISTER_TOPIC_IN_NAMESRV => Facts::new(topic::register).blocking().changes_state(),
         req::GET_TOPICS_BY_CLUSTER => Facts::new(|s, _, r| topic::by_cluster(s, r)).blocking(),
         req::GET_SYSTEM_TOPIC_LIST_FROM_NS => Facts::new(|s, _, r| topic::system(s, r)),
         req::GET_UNIT_TOPIC_LIST
@@ -141,6 +134,8 @@ pub fn facts(code: i32) -> Option<Facts> {
             .blocking()
             .changes_state(),
         req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
+        // Blocking: it reads the journal's files.
+        req::ROUTE_JOURNAL => Facts::new(|s, _, r| journal::query(s, r)).blocking(),
         c if crate::kv_group::codes::is_peer_code(c) => Facts::new(peer::serve).blocking(),
         _ => return None,
     };
@@ -206,12 +201,26 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
 /// Applies an admin topic change (write permission, topic deletion or registration) here, or,
 /// with peers, through the KV group so that every NameServer applies it; how many topics it
 /// touched here. Served on the blocking pool (`Facts::blocking`), where waiting is allowed.
-fn admin_change(state: &State, op: crate::kv_group::AdminOp) -> Result<i64, SystemError> {
+fn admin_change(
+    state: &State,
+    asked: (Context, &RemotingCommand),
+    op: crate::kv_group::AdminOp,
+) -> Result<i64, SystemError> {
+    let by = asker(state, asked.0, asked.1);
     match &state.kv_group {
         Some(group) => tokio::runtime::Handle::current()
-            .block_on(group.admin(state, op))
+            .block_on(group.admin(state, op, by))
             .map_err(|e| SystemError(e.to_string())),
-        None => Ok(op.apply(&state.routes)),
+        None => Ok(op.apply(&state.routes, Some(by))),
+    }
+}
+
+/// Who asked for an admin change, as the route journal names them: the client's address, and
+/// the access key that signed the request when authentication is on.
+fn asker(state: &State, c: Context, r: &RemotingCommand) -> String {
+    match r.ext("AccessKey").filter(|_| state.credentials.is_some()) {
+        Some(key) => format!("admin at {} (access key {key})", c.origin.peer),
+        None => format!("admin at {}", c.origin.peer),
     }
 }
 

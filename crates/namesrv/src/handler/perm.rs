@@ -6,28 +6,33 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{admin_change, success, HandlerResult, SystemError};
+use super::{admin_change, success, Context, HandlerResult, SystemError};
 use crate::kv_group::AdminOp;
 use crate::state::State;
 
 /// How many topics of the broker were touched here; with peers, the change reaches them all
 /// through the KV group.
-fn change(state: &State, broker_name: &str, wipe: bool) -> Result<i64, SystemError> {
+fn change(
+    state: &State,
+    asked: (Context, &RemotingCommand),
+    broker_name: &str,
+    wipe: bool,
+) -> Result<i64, SystemError> {
     let op = AdminOp::WritePerm {
         broker_name: broker_name.to_string(),
         wipe,
     };
-    admin_change(state, op)
+    admin_change(state, asked, op)
 }
 
-pub fn wipe(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub fn wipe(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let broker_name = WipeWritePermHeader::from_command(r)?.broker_name;
-    let wipe_topic_count = change(state, broker_name, true)?;
+    let wipe_topic_count = change(state, (c, r), broker_name, true)?;
     Ok(WipeWritePermResponseHeader { wipe_topic_count }.write(success(r)))
 }
 
-pub fn add(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub fn add(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let broker_name = AddWritePermHeader::from_command(r)?.broker_name;
-    let add_topic_count = change(state, broker_name, false)?;
+    let add_topic_count = change(state, (c, r), broker_name, false)?;
     Ok(AddWritePermResponseHeader { add_topic_count }.write(success(r)))
 }

@@ -9,7 +9,7 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{admin_change, success, HandlerResult, SystemError};
+use super::{admin_change, success, Context, HandlerResult, SystemError};
 use crate::kv_group::AdminOp;
 use crate::state::State;
 
@@ -76,7 +76,7 @@ pub fn unit(state: &State, r: &RemotingCommand) -> HandlerResult {
     list_reply(r, topics, None)
 }
 
-pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub fn delete(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let DeleteTopicHeader {
         topic,
         cluster_name,
@@ -86,11 +86,11 @@ pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
         topic: topic.to_string(),
         cluster: cluster.map(String::from),
     };
-    admin_change(state, op)?;
+    admin_change(state, (c, r), op)?;
     Ok(success(r))
 }
 
-pub fn register(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub fn register(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let topic = RegisterTopicHeader::from_command(r)?.topic;
     if let Some(body) = &r.body {
         // Read as a tree; a route body is small, and a peer's large one would cost many times
@@ -115,7 +115,7 @@ pub fn register(state: &State, r: &RemotingCommand) -> HandlerResult {
                 topic: topic.to_string(),
                 queues,
             };
-            admin_change(state, op)?;
+            admin_change(state, (c, r), op)?;
         }
     }
     Ok(success(r))

@@ -431,15 +431,17 @@ impl PeerRoutes {
         let differences = comparison.differences();
         if !comparison.left.is_empty() {
             // Decided again under the write lock: the broker may have registered meanwhile.
-            let n = state.routes.change(|r| {
-                let leaving: Vec<_> = comparison
-                    .left
-                    .iter()
-                    .flat_map(|d| r.left_at_peer(&d.cluster, &d.addr, d.at_ms, PEER_CONNECTION))
-                    .collect();
-                r.unregister(&leaving, false);
-                leaving.len()
-            });
+            let n = state
+                .routes
+                .change_by(Some(format!("peer NameServer {addr}")), |r| {
+                    let leaving: Vec<_> = comparison
+                        .left
+                        .iter()
+                        .flat_map(|d| r.left_at_peer(&d.cluster, &d.addr, d.at_ms, PEER_CONNECTION))
+                        .collect();
+                    r.unregister(&leaving, false);
+                    leaving.len()
+                });
             self.left.fetch_add(n as u64, Ordering::Relaxed);
         }
         if !comparison.heard_later.is_empty() {
@@ -738,7 +740,7 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
     let (outcome, notice) =
         state
             .routes
-            .adopt(reg, &topics, notify_min_id, (h.last_ms, h.topics_ms));
+            .adopt(peer, reg, &topics, notify_min_id, (h.last_ms, h.topics_ms));
     if let Some(notice) = notice {
         crate::notify::min_broker_id_changed(notice);
     }

@@ -254,7 +254,7 @@ mod tests {
             headers: 0,
             table: None,
         };
-        let (outcome, _) = table.adopt(reg, topics, false, (1, 1));
+        let (outcome, _) = table.adopt("peer", reg, topics, false, (1, 1));
         assert!(matches!(
             outcome,
             crate::registry::RegisterOutcome::Registered { .. }

@@ -10,6 +10,7 @@ use rocketmq_wire::body::BrokerData;
 use super::registration::MinIdNotice;
 use super::tables::{key, BrokerAddrKey, BrokerLive, ConnId, Registry, MASTER_ID, PERM_WRITE};
 use crate::events::{Event, EventKind};
+use crate::journal::{Cause, Entry};
 
 /// The removal of one group member: UNREGISTER_BROKER, or a broker leaving (connection closed,
 /// expired). Removals wait in a queue before they are applied, and the broker may register
@@ -27,6 +28,36 @@ pub struct Unregistration {
     /// Said by the broker (UNREGISTER_BROKER) rather than concluded here (connection closed,
     /// expired): it has left every NameServer, and peers are told so.
     pub announced: bool,
+    /// Why it leaves, for the route journal.
+    pub why: Why,
+}
+
+/// Why a member leaves its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// UNREGISTER_BROKER.
+    Unregistered,
+    ConnectionClosed,
+    Expired {
+        silent_ms: i64,
+        timeout_ms: i64,
+    },
+    /// A peer NameServer said the broker unregistered there.
+    LeftAtPeer,
+    /// Restored from the snapshot, and no broker backs it.
+    Unbacked,
+}
+
+impl Why {
+    fn cause(self) -> Cause {
+        match self {
+            Why::Unregistered => Cause::Unregistered,
+            Why::ConnectionClosed => Cause::ConnectionClosed,
+            Why::Expired { .. } => Cause::Expired,
+            Why::LeftAtPeer => Cause::LeftAtPeer,
+            Why::Unbacked => Cause::Unbacked,
+        }
+    }
 }
 
 /// When a broker address left, and whether the broker said so itself.
@@ -97,6 +128,7 @@ impl Registry {
             broker_id,
             seen: self.member_seq(broker_name, broker_addr),
             announced: true,
+            why: Why::Unregistered,
         }
     }
 
@@ -114,6 +146,19 @@ impl Registry {
                 && self.member_seq(&req.broker_name, &req.broker_addr) > req.seen
             {
                 stale += 1;
+                self.note(|| {
+                    Entry::new(Cause::StaleUnregistration)
+                        .broker(
+                            &req.cluster,
+                            &req.broker_name,
+                            &req.broker_addr,
+                            req.broker_id,
+                        )
+                        .detail(format!(
+                            "{} decided before the broker registered again; left unapplied",
+                            req.why.cause().key()
+                        ))
+                });
                 self.events.push(Event::new(
                     EventKind::StaleUnregistrationIgnored,
                     req.broker_name.clone(),
@@ -126,11 +171,31 @@ impl Registry {
             }
             let addr_key = key(&req.cluster, &req.broker_addr);
             let mut remove_name = false;
+            let mut left_here = None;
             if let Some(bd) = self.brokers.get_mut(&req.broker_name) {
                 let was_min = bd.broker_addrs.keys().next() == Some(&req.broker_id);
                 let count = bd.broker_addrs.len();
                 bd.broker_addrs.retain(|_, a| *a != req.broker_addr);
                 if bd.broker_addrs.len() != count {
+                    let emptied = bd.broker_addrs.is_empty();
+                    let mut e = Entry::new(req.why.cause()).broker(
+                        &req.cluster,
+                        &req.broker_name,
+                        &req.broker_addr,
+                        req.broker_id,
+                    );
+                    if let Why::Expired {
+                        silent_ms,
+                        timeout_ms,
+                    } = req.why
+                    {
+                        e.silent_ms = Some(silent_ms);
+                        e.timeout_ms = Some(timeout_ms);
+                    }
+                    if emptied {
+                        e = e.detail("the group's last address");
+                    }
+                    left_here = Some(e);
                     self.changes.shared = true;
                     self.changes.cluster_info = true;
                     self.group_epochs.stamp(&req.broker_name);
@@ -157,6 +222,9 @@ impl Registry {
                     min_changed.push((req.broker_name.clone(), req.broker_addr.clone()));
                 }
                 self.forget_member(&req.broker_name, &req.broker_addr);
+            }
+            if let Some(e) = left_here {
+                self.note(|| e);
             }
             if remove_name {
                 if let Some(names) = self.clusters.get_mut(&req.cluster) {
@@ -266,6 +334,7 @@ impl Registry {
                     let mut leaving =
                         self.unregistration(&live_key.cluster, addr, &bd.broker_name, *id);
                     leaving.announced = false;
+                    leaving.why = Why::ConnectionClosed;
                     out.push(leaving);
                 }
             }
@@ -345,7 +414,18 @@ impl Registry {
             return Expiry::default();
         }
         let keys: Vec<BrokerAddrKey> = expired.iter().map(|e| e.key.clone()).collect();
-        let leaving = self.departures(&keys);
+        let mut leaving = self.departures(&keys);
+        for u in &mut leaving {
+            if let Some(e) = expired
+                .iter()
+                .find(|e| e.key.addr == u.broker_addr && e.key.cluster == u.cluster)
+            {
+                u.why = Why::Expired {
+                    silent_ms: e.silent_ms,
+                    timeout_ms: e.timeout_ms,
+                };
+            }
+        }
         Expiry { expired, leaving }
     }
 
@@ -393,6 +473,7 @@ impl Registry {
                         broker_id: *id,
                         seen: UNFENCED,
                         announced: false,
+                        why: Why::Unbacked,
                     });
                 }
             }
@@ -457,6 +538,7 @@ impl Registry {
                 .into_iter()
                 .map(|u| Unregistration {
                     announced: true,
+                    why: Why::LeftAtPeer,
                     ..u
                 })
                 .collect(),

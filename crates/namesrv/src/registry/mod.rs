@@ -15,6 +15,7 @@
 //! - `tables`: the [`Registry`] and its plain data, its reads, snapshot restore and change log;
 //! - `registration`: a broker registering, and what its next registration is compared with;
 //! - `departures`: unregistration, closed connections, expiry and liveness deadlines;
+//! - `notes`: what the route journal is told of each mutation;
 //! - `topic_changes`: the recorded topic mutations and the admin requests that change topics;
 //! - `routes`: a topic's route assembled from the tables;
 //! - `queues`: one topic's queue data, held compactly;
@@ -25,6 +26,7 @@
 mod departures;
 #[cfg(test)]
 mod interleavings;
+mod notes;
 mod queues;
 mod registration;
 mod routes;
@@ -45,8 +47,9 @@ use rocketmq_wire::body::{TopicList, TopicRouteData};
 use rocketmq_wire::json::JsonStyle;
 
 use crate::events::EventLog;
+use crate::journal::Journal;
 
-pub use departures::{Expired, Expiry, Unregistered, Unregistration, UNFENCED};
+pub use departures::{Expired, Expiry, Unregistered, Unregistration, Why, UNFENCED};
 pub use queues::{Queues, TopicQueues};
 pub use registration::{
     Fingerprint, MinIdNotice, RegisterOutcome, RegisterPolicy, Registrant, Registration, TableBase,
@@ -154,6 +157,8 @@ pub struct RouteTable {
     cluster_info: Built,
     /// Where the registry's events go, in the order its mutations were applied.
     events: Arc<EventLog>,
+    /// Where its changes are journaled, with their causes.
+    journal: Arc<Journal>,
 }
 
 /// A body built from the whole registry, kept with the generation it was built at.
@@ -188,6 +193,23 @@ impl RouteTable {
         }
     }
 
+    /// Journals the registry's changes from now on.
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> Self {
+        self.registry.get_mut().keep_notes(journal.is_enabled());
+        self.journal = journal;
+        self
+    }
+
+    /// The route journal, which others may write to as well.
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    /// Changes the registry on behalf of `by` (an admin's address), who the journal names.
+    pub fn change_by<R>(&self, by: Option<String>, f: impl FnOnce(&mut Registry) -> R) -> R {
+        self.change(|r| r.asked_by(by, f))
+    }
+
     /// The log the registry's events are written to, which others may write to as well.
     pub fn events(&self) -> Arc<EventLog> {
         self.events.clone()
@@ -214,6 +236,10 @@ impl RouteTable {
         let events = registry.take_events();
         if !events.is_empty() {
             self.events.extend(events);
+        }
+        let notes = registry.take_notes();
+        if !notes.is_empty() {
+            self.journal.record(notes);
         }
     }
 
@@ -337,6 +363,7 @@ impl RouteTable {
     /// route lookups go on, as for a registration.
     pub fn adopt(
         &self,
+        peer: &str,
         reg: Registration,
         topics: &[(&str, Queues)],
         notify_min_id: bool,
@@ -362,11 +389,15 @@ impl RouteTable {
             notify_min_id,
             delete_unlisted_topics: false,
         };
-        let (outcome, notice) = registry.register(reg, registration::TopicPlan::default(), policy);
-        if matches!(outcome, RegisterOutcome::Registered { .. }) {
-            registry.dated(topics_ms, |r| r.apply_mirror(&name, topics, plan));
-            registry.adopted_from_peer(&cluster, &addr, conn, last_ms, (&name, topics_ms));
-        }
+        let (outcome, notice) = registry.from_peer(peer, |registry| {
+            let (outcome, notice) =
+                registry.register(reg, registration::TopicPlan::default(), policy);
+            if matches!(outcome, RegisterOutcome::Registered { .. }) {
+                registry.dated(topics_ms, |r| r.apply_mirror(&name, topics, plan));
+                registry.adopted_from_peer(&cluster, &addr, conn, last_ms, (&name, topics_ms));
+            }
+            (outcome, notice)
+        });
         self.settle(&mut registry);
         (outcome, notice)
     }

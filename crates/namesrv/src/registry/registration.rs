@@ -18,6 +18,7 @@ use rocketmq_wire::body::{BrokerData, RegisterBrokerBody, TableIndex, TopicConfi
 use super::queues::Queues;
 use super::tables::{key, BrokerLive, ConnId, Registry, MASTER_ID, PERM_WRITE};
 use crate::events::{version_name, Event, EventKind};
+use crate::journal::{Cause, Entry};
 
 pub const DEFAULT_BROKER_TIMEOUT_MS: i64 = 120_000;
 
@@ -144,6 +145,8 @@ fn queues(tc: &TopicConfig, perm: i32) -> Queues {
 enum Joined {
     Member {
         min_id_changed: bool,
+        /// The address did not hold this id in the group before.
+        new_member: bool,
     },
     /// A member with a newer state version holds the id.
     Stale,
@@ -244,15 +247,42 @@ impl Registry {
         policy: RegisterPolicy,
     ) -> (RegisterOutcome, Option<MinIdNotice>) {
         if self.refuses(&reg) {
+            self.note(|| {
+                let topic = reg
+                    .body
+                    .wrapper
+                    .topic_configs
+                    .first()
+                    .and_then(|tc| tc.topic_name.clone())
+                    .unwrap_or_default();
+                registrant_entry(Cause::Refused, &reg).detail(format!(
+                    "a registration of one topic ({topic}) from id {} that its group does not \
+                     hold yet (the broker registers it whole first)",
+                    reg.from.broker_id
+                ))
+            });
             return (RegisterOutcome::Refused, None);
         }
-        let min_id_changed = match self.join_group(&reg) {
+        let (min_id_changed, new_member) = match self.join_group(&reg) {
             Joined::Stale => {
+                self.note(|| {
+                    registrant_entry(Cause::Refused, &reg).detail(format!(
+                        "another address holds id {} with a newer state version; answered as \
+                         success and ignored",
+                        reg.from.broker_id
+                    ))
+                });
                 self.drop_live_if_unheld(&key(&reg.from.cluster, &reg.from.broker_addr), false);
                 return (RegisterOutcome::Stale, None);
             }
-            Joined::Member { min_id_changed } => min_id_changed,
+            Joined::Member {
+                min_id_changed,
+                new_member,
+            } => (min_id_changed, new_member),
         };
+        if new_member {
+            self.note(|| registrant_entry(Cause::Registered, &reg));
+        }
         self.number_registration(&reg.from.broker_name, &reg.from.broker_addr);
         let changed_before = self.changes.topic_changes;
         self.apply_topics(&reg, plan);
@@ -261,6 +291,9 @@ impl Registry {
             // too: another registrant speaking for the group (the same member registered in
             // another cluster) kept a table this one just changed.
             self.bump_group(&reg.from.broker_name);
+            if !new_member {
+                self.note(|| registrant_entry(Cause::Updated, &reg));
+            }
         }
         self.refresh_live(&reg);
         self.set_filter_servers(&reg);
@@ -370,6 +403,7 @@ impl Registry {
             }
             Joined::Member {
                 min_id_changed: *broker_id < prev_min,
+                new_member,
             }
         }
     }
@@ -562,4 +596,21 @@ impl Registry {
             });
         }
     }
+}
+
+/// A journal entry naming who registered, with the registration's data version, release and
+/// connection.
+fn registrant_entry(cause: Cause, reg: &Registration) -> Entry {
+    let r = &reg.from;
+    let v = &reg.body.wrapper.data_version;
+    Entry::new(cause)
+        .broker(&r.cluster, &r.broker_name, &r.broker_addr, r.broker_id)
+        .detail(format!(
+            "data version {}/{} (state {}), {}, connection {}",
+            v.counter,
+            v.timestamp,
+            v.state_version,
+            version_name(reg.version),
+            r.conn
+        ))
 }

@@ -109,6 +109,8 @@ pub struct Registry {
     pub(super) changes: Changes,
     /// What people are shown of the mutations since the last [`Registry::take_events`].
     pub(super) events: Vec<Event>,
+    /// What the route journal is told of the mutations under way, when it keeps any.
+    pub(super) notes: Option<super::notes::Notes>,
     /// Topics created and removed by the mutation under way, told as one event when it ends.
     pub(super) created: TopicTally,
     pub(super) removed: TopicTally,
@@ -455,6 +457,8 @@ impl Registry {
         old: Option<Queues>,
         new: Option<Queues>,
     ) {
+        // Every change of a topic's queues passes here.
+        self.note_move(topic, broker_name, old, new);
         let Some(sums) = &mut self.topic_sums else {
             return;
         };

@@ -10,6 +10,7 @@ use rocketmq_wire::body::QueueData;
 use super::queues::{Queues, TopicQueues};
 use super::tables::{entry_hash, Registry, PERM_READ, PERM_WRITE};
 use crate::events::{Event, EventKind, TopicTally};
+use crate::journal::{Cause, Entry};
 
 /// What [`Registry::apply_mirror`] does: the indexes of the listed topics to set, and whether
 /// the group may hold topics that are not listed.
@@ -205,6 +206,14 @@ impl Registry {
                 Some((topic.to_string(), perm))
             })
             .collect();
+        self.note(|| {
+            let cause = if wipe {
+                Cause::AdminWiped
+            } else {
+                Cause::AdminRestored
+            };
+            Entry::new(cause).group(broker_name)
+        });
         for (topic, perm) in &changes {
             self.set_perm(topic, broker_name, *perm);
         }
@@ -239,6 +248,12 @@ impl Registry {
                     .collect()
             }
         };
+        self.note(|| {
+            Entry::new(Cause::AdminDeleted).detail(match cluster {
+                Some(c) => format!("{topic} from cluster {c}"),
+                None => topic.to_string(),
+            })
+        });
         let mut changed = false;
         let mut left = Vec::new();
         for name in names {
@@ -275,6 +290,7 @@ impl Registry {
     /// REGISTER_TOPIC_IN_NAMESRV: stores queue data of known brokers, stopping at the first
     /// unknown one as Java does.
     pub fn register_topic(&mut self, topic: &str, queue_datas: &[QueueData]) -> bool {
+        self.note(|| Entry::new(Cause::AdminRegistered).detail(topic));
         let mut changed = false;
         for qd in queue_datas {
             if !self.brokers.contains_key(&qd.broker_name) {
