@@ -107,6 +107,20 @@ pub enum Command {
         #[arg(short = 'c', long = "clusterName")]
         cluster: Option<String>,
     },
+    /// Why each NameServer of -n routes a topic the way it does, or not at all ("No route info
+    /// of this topic"), in plain words from its route journal.
+    #[command(name = "explainRoute")]
+    ExplainRoute {
+        #[arg(short = 't', long = "topic")]
+        topic: String,
+    },
+    /// Where a broker group stands on each NameServer of -n: its members and when each was last
+    /// heard, or why it left.
+    #[command(name = "explainBroker")]
+    ExplainBroker {
+        #[arg(short = 'b', long = "brokerName")]
+        broker: String,
+    },
     /// Compare routes and KV namespaces across the NameServers of -n; exit 1 when they differ.
     Diff {
         /// KV namespaces to compare, repeatable or `;`-separated.

@@ -7,6 +7,7 @@
 //! - [`writes`]: commands that change state, sent to every NameServer since they share nothing;
 //! - [`controller`]: the controller commands, sent to the nodes of `-a` or to their leader;
 //! - [`diff`]: where several NameServers tell clients different things;
+//! - [`explain`]: why a topic has no route, or where a broker stands, from each route journal;
 //! - [`report`]: text for people, JSON for programs, and the failures behind the exit code;
 //! - [`error`]: what can go wrong with a NameServer or controller, worded as mqadmin words it.
 
@@ -14,6 +15,7 @@ mod cli;
 mod controller;
 mod diff;
 mod error;
+mod explain;
 mod namesrvs;
 mod reads;
 mod report;
@@ -104,6 +106,8 @@ async fn run(cli: Cli) -> Result<Report, AdminError> {
             writes::delete_topic(&namesrvs()?, &topic, cluster.as_deref()).await
         }
         Command::Diff { namespaces } => diff::diff(&namesrvs()?, &namespaces).await?,
+        Command::ExplainRoute { topic } => explain::explain_route(&namesrvs()?, &topic).await?,
+        Command::ExplainBroker { broker } => explain::explain_broker(&namesrvs()?, &broker).await?,
         Command::GetControllerMetaData { controller } => {
             controller::get_controller_metadata(&controllers(&controller.addrs)?).await
         }
