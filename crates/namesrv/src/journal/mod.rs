@@ -33,7 +33,7 @@ pub struct Limits {
 
 /// Moves waiting to be written at most: beyond this (a disk far slower than registrations),
 /// entries are dropped and counted rather than held in memory.
-const QUEUED_MOVES_MAX: usize = 4_000_000;
+const QUEUED_MOVES_MAX: usize = 2_000_000;
 
 /// Refusals kept in memory for topic questions: a refused registration names no topic.
 const REFUSALS_KEPT: usize = 16;
