@@ -479,6 +479,33 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
         })
         .await;
     }
+    // Every member's route journal names the admin who asked, also where the change arrived
+    // through the KV group, and node 1 took the broker over from node 0's word.
+    for i in 0..3 {
+        let client = cluster.client(i).await;
+        let asked =
+            RemotingCommand::request(request::ROUTE_JOURNAL).with_ext("topic", "AdminTopic2");
+        let answer = call(&client, asked).await;
+        let answer: serde_json::Value =
+            serde_json::from_slice(answer.body.as_deref().unwrap()).unwrap();
+        let entries = answer["entries"].as_array().unwrap();
+        let last = entries.last().unwrap();
+        assert_eq!(last["cause"], "admin-deleted", "node {i}: {answer}");
+        assert_eq!(last["by"], "admin at 127.0.0.1", "node {i}: {answer}");
+        let first = &entries[0];
+        let (cause, by) = if i == 0 {
+            ("registered", None)
+        } else {
+            ("taken-over", Some("peer NameServer"))
+        };
+        assert_eq!(first["cause"], cause, "node {i}: {answer}");
+        if let Some(by) = by {
+            assert!(
+                first["by"].as_str().unwrap().starts_with(by),
+                "node {i}: {answer}"
+            );
+        }
+    }
 }
 
 /// Members whose wall clocks differ by minutes, as separate hosts' do: node 1's is 90 s behind,
