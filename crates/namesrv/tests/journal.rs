@@ -162,3 +162,42 @@ async fn malformed_questions_get_a_clear_error_and_the_journal_can_be_turned_off
     assert_eq!(causes(&answer), Vec::<&str>::new());
     assert_eq!(answer["route"][0]["broker"], "broker-a", "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_registration_is_journaled_with_why_and_floods_of_them_are_capped() {
+    let server = Server::start();
+    let client = server.client().await;
+    let a = Broker::new("C", "broker-a", 0, "127.0.0.1:10911");
+    let bad_crc = a
+        .register_request(&[("T", 6), ("U", 6)], dv(1, 0))
+        .with_ext("bodyCrc32", 12345);
+    assert_ne!(call(&client, bad_crc.clone()).await.code, response::SUCCESS);
+    let answer = journal(&client, "brokerName", "broker-a").await;
+    assert_eq!(causes(&answer), ["refused"], "{answer}");
+    assert!(answer["entries"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("crc32"));
+    // A topic question carries the latest refusals: they name no topic.
+    let topic = journal(&client, "topic", "T").await;
+    assert_eq!(topic["refusals"][0]["broker"], "broker-a", "{topic}");
+    let began = std::time::Instant::now();
+    for _ in 0..200 {
+        call(&client, bad_crc.clone()).await;
+    }
+    let seconds = began.elapsed().as_secs() + 2;
+    let all = call(
+        &client,
+        RemotingCommand::request(request::ROUTE_JOURNAL)
+            .with_ext("brokerName", "broker-a")
+            .with_ext("limit", 500),
+    )
+    .await;
+    let answer: Value = serde_json::from_slice(all.body.as_deref().unwrap()).unwrap();
+    let kept = answer["entries"].as_array().unwrap().len() as u64;
+    assert!(
+        kept <= 20 * seconds,
+        "{kept} refusals journaled in {seconds} s"
+    );
+    assert!(answer["journal"]["refusalsSuppressed"].as_u64().unwrap() > 0);
+}

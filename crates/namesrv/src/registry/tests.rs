@@ -1074,6 +1074,59 @@ fn an_unregistration_overtaken_by_a_new_registration_leaves_it_alone() {
 }
 
 #[test]
+fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
+    use crate::journal::Cause;
+    let causes = |notes: &[crate::journal::Entry]| -> Vec<Cause> {
+        notes.iter().map(|e| e.cause()).collect()
+    };
+    let mut r = Registry::default();
+    r.keep_notes(true);
+    register_at(&mut r, 1, 1, 0);
+    let notes = r.take_notes();
+    assert_eq!(causes(&notes), [Cause::Registered]);
+    let moved: Vec<(&str, bool)> = notes[0]
+        .topics
+        .iter()
+        .map(|m| {
+            (
+                m.topic.as_str(),
+                m.was.is_none() && m.now == Some([4, 4, 6]),
+            )
+        })
+        .collect();
+    assert_eq!(moved, [("t1", true), ("t2", true)]);
+    // A repeat of the same table notes nothing; a queued unregistration overtaken by a newer
+    // registration is noted as left unapplied, and the one after it as the broker leaving.
+    register_at(&mut r, 1, 1, 0);
+    assert!(r.take_notes().is_empty());
+    let leaving = r.unregistration("c", MASTER, "a", 0);
+    register_at(&mut r, 2, 2, 0);
+    r.take_notes();
+    r.unregister(&[leaving], false);
+    assert_eq!(causes(&r.take_notes()), [Cause::StaleUnregistration]);
+    let leaving = r.unregistration("c", MASTER, "a", 0);
+    r.unregister(&[leaving], false);
+    let notes = r.take_notes();
+    assert_eq!(causes(&notes), [Cause::Unregistered]);
+    assert_eq!(notes[0].addr.as_deref(), Some(MASTER));
+    assert!(notes[0].topics.iter().all(|m| m.is_removal()));
+    assert_eq!(notes[0].topics.len(), 2);
+    // An admin's deletion names who asked; the registry without notes keeps none.
+    register_at(&mut r, 3, 3, 0);
+    r.take_notes();
+    r.asked_by(Some("admin at 10.9.9.9".into()), |r| {
+        r.delete_topic("t1", None)
+    });
+    let notes = r.take_notes();
+    assert_eq!(causes(&notes), [Cause::AdminDeleted]);
+    assert_eq!(notes[0].by.as_deref(), Some("admin at 10.9.9.9"));
+    assert_eq!(notes[0].topics[0].topic, "t1");
+    r.keep_notes(false);
+    r.delete_topic("t2", None);
+    assert!(r.take_notes().is_empty());
+}
+
+#[test]
 fn an_identical_registration_also_overtakes_a_queued_unregistration() {
     let table = RouteTable::default();
     let registration = || {
