@@ -76,7 +76,37 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
     );
     let wipe =
         RemotingCommand::request(request::WIPE_WRITE_PERM_OF_BROKER).with_ext("brokerName", "b");
-    assert_eq!(call(&client, wipe).await.code, response::NO_PERMISSION);
+    assert_eq!(
+        call(&client, wipe.clone()).await.code,
+        response::NO_PERMISSION
+    );
+    assert_eq!(
+        call(&client, sign(wipe, "admin", "secret-1")).await.code,
+        response::SUCCESS
+    );
+    // The route journal names the refused registration and the signed admin change's key.
+    let journal = call(
+        &client,
+        RemotingCommand::request(request::ROUTE_JOURNAL).with_ext("brokerName", "b"),
+    )
+    .await;
+    let journal: serde_json::Value =
+        serde_json::from_slice(journal.body.as_deref().unwrap()).unwrap();
+    let entries = journal["entries"].as_array().unwrap();
+    let causes: Vec<&str> = entries
+        .iter()
+        .map(|e| e["cause"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        causes,
+        ["refused", "registered", "admin-wiped"],
+        "{journal}"
+    );
+    assert!(entries[0]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("not authenticated"));
+    assert_eq!(entries[2]["by"], "admin at 127.0.0.1 (access key admin)");
 
     for key in [
         "authenticationEnabled",

@@ -172,6 +172,19 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
             code = request.code,
             "refused an unauthenticated write: {remark}"
         );
+        if request.code == req::REGISTER_BROKER {
+            let ext = |k| request.ext(k).unwrap_or_default();
+            state.routes.journal().refused(
+                crate::journal::Entry::new(crate::journal::Cause::Refused)
+                    .broker(
+                        ext("clusterName"),
+                        ext("brokerName"),
+                        ext("brokerAddr"),
+                        request.ext_i64("brokerId").unwrap_or(-1),
+                    )
+                    .detail(format!("not authenticated: {remark}")),
+            );
+        }
         RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark.clone())
     } else {
         let context = Context {

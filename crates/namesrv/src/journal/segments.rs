@@ -256,6 +256,8 @@ impl Writer {
     /// Starts a new segment whose first entry is `seq`.
     fn roll(&mut self, shelf: &mut Shelf, seq: u64) -> std::io::Result<()> {
         self.flush()?;
+        // The directory may have been removed under a running server.
+        fs::create_dir_all(&self.dir)?;
         let (path, file) = match create_segment(&self.dir, seq) {
             Ok(made) => made,
             // A file of that name already (a segment of an earlier run that ended before its
