@@ -11,7 +11,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use rocketmq_wire::body::{ClusterInfo, TopicRouteData};
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader, RouteJournalHeader};
 use rocketmq_wire::RemotingCommand;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,7 +21,14 @@ use crate::namesrvs::{Connection, Namesrvs};
 use crate::report::{perm, Report};
 
 /// Entries asked for per NameServer: the latest are what explain a route.
-const LIMIT: &str = "50";
+const LIMIT: i64 = 50;
+
+/// What ROUTE_JOURNAL is asked about.
+#[derive(Clone, Copy)]
+enum Key {
+    Topic,
+    Broker,
+}
 
 // ---- the answer of ROUTE_JOURNAL, as far as it is read here ----
 
@@ -123,10 +130,17 @@ enum Heard {
     Unreachable(String),
 }
 
-async fn ask_journal(conn: &Connection, key: &str, name: &str) -> Result<Heard, AdminError> {
-    let request = RemotingCommand::request(request::ROUTE_JOURNAL)
-        .with_ext(key, name)
-        .with_ext("limit", LIMIT);
+async fn ask_journal(conn: &Connection, key: Key, name: &str) -> Result<Heard, AdminError> {
+    let (topic, broker_name) = match key {
+        Key::Topic => (Some(name), None),
+        Key::Broker => (None, Some(name)),
+    };
+    let request = RouteJournalHeader {
+        topic,
+        broker_name,
+        limit: Some(LIMIT),
+    }
+    .to_command();
     let reply = conn.call(request).await?;
     if reply.response.code == response::REQUEST_CODE_NOT_SUPPORTED {
         return Ok(Heard::RouteOnly(Vec::new()));
@@ -173,7 +187,7 @@ async fn hear_topic(ns: &Namesrvs, addr: &str, topic: &str) -> (Heard, Option<Co
         Ok(c) => c,
         Err(e) => return (Heard::Unreachable(e.to_string()), None),
     };
-    let heard = match ask_journal(&conn, "topic", topic).await {
+    let heard = match ask_journal(&conn, Key::Topic, topic).await {
         Ok(Heard::RouteOnly(_)) => match ask_route(&conn, topic).await {
             Ok(route) => Heard::RouteOnly(route),
             Err(e) => Heard::Unreachable(e.to_string()),
@@ -488,7 +502,7 @@ async fn unheard_groups(
             if known.contains(group) {
                 continue;
             }
-            let silent = match ask_journal(conn, "brokerName", group).await {
+            let silent = match ask_journal(conn, Key::Broker, group).await {
                 Ok(Heard::Journal(a)) => a.entries.is_empty(),
                 _ => false,
             };
@@ -580,7 +594,7 @@ pub async fn explain_broker(ns: &Namesrvs, name: &str) -> Result<Report, AdminEr
                 continue;
             }
         };
-        let answer = match ask_journal(&conn, "brokerName", name).await {
+        let answer = match ask_journal(&conn, Key::Broker, name).await {
             Ok(Heard::Journal(a)) => a,
             Ok(_) => {
                 let known = known_brokers(&conn).await.unwrap_or_default();

@@ -1,6 +1,7 @@
 //! ROUTE_JOURNAL (ours): what the route journal holds about a topic or a broker group, with
 //! the route as it is now, for `nsadmin explainRoute` and `explainBroker`.
 
+use rocketmq_wire::headers::{RequestHeader, RouteJournalHeader};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map, Value};
 
@@ -16,8 +17,10 @@ const MAX_LIMIT: usize = 500;
 const MAX_NAME: usize = 1024;
 
 pub fn query(state: &State, r: &RemotingCommand) -> HandlerResult {
-    let name = |key: &str| r.ext(key).filter(|v| !v.is_empty());
-    let subject = match (name("topic"), name("brokerName")) {
+    let header = RouteJournalHeader::from_command(r)?;
+    let topic = header.topic.filter(|t| !t.is_empty());
+    let broker = header.broker_name.filter(|b| !b.is_empty());
+    let subject = match (topic, broker) {
         (Some(t), None) => Subject::Topic(t),
         (None, Some(b)) => Subject::Broker(b),
         _ => {
@@ -32,14 +35,9 @@ pub fn query(state: &State, r: &RemotingCommand) -> HandlerResult {
     if n.len() > MAX_NAME {
         return Err(SystemError(format!("a name of {} bytes", n.len())));
     }
-    let limit = match r.ext("limit") {
-        None => DEFAULT_LIMIT,
-        Some(v) => v
-            .trim()
-            .parse::<usize>()
-            .map_err(|_| SystemError(format!("limit {v:?} is not a number")))?
-            .clamp(1, MAX_LIMIT),
-    };
+    let limit = header
+        .limit
+        .map_or(DEFAULT_LIMIT, |l| l.clamp(1, MAX_LIMIT as i64) as usize);
     let body = answer(state, subject, limit);
     Ok(success(r).with_body(serde_json::to_vec(&body)?))
 }

@@ -52,6 +52,7 @@ pub mod keys {
     pub const IS_CLEAN_LIVING_BROKER: &str = "isCleanLivingBroker";
     pub const IS_LEADER: &str = "isLeader";
     pub const KEY: &str = "key";
+    pub const LIMIT: &str = "limit";
     pub const MASTER_ADDR: &str = "masterAddr";
     pub const MASTER_ADDRESS: &str = "masterAddress";
     pub const MASTER_BROKER_ID: &str = "masterBrokerId";
@@ -670,6 +671,41 @@ impl<'a> RequestHeader<'a> for DeleteTopicHeader<'a> {
     }
 }
 
+/// ROUTE_JOURNAL (ours): what the route journal holds about one topic or one broker group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteJournalHeader<'a> {
+    pub topic: Option<&'a str>,
+    pub broker_name: Option<&'a str>,
+    /// Entries wanted; the server bounds it.
+    pub limit: Option<i64>,
+}
+
+impl<'a> RequestHeader<'a> for RouteJournalHeader<'a> {
+    const CODE: i32 = request::ROUTE_JOURNAL;
+
+    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
+        let f = Fields(cmd);
+        let limit = match f.opt(keys::LIMIT) {
+            None => None,
+            Some(text) => Some(text.trim().parse().map_err(|_| HeaderError::NotANumber {
+                field: keys::LIMIT,
+                text: text.to_string(),
+            })?),
+        };
+        Ok(RouteJournalHeader {
+            topic: f.opt(keys::TOPIC),
+            broker_name: f.opt(keys::BROKER_NAME),
+            limit,
+        })
+    }
+
+    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
+        let cmd = put(cmd, keys::TOPIC, self.topic);
+        let cmd = put(cmd, keys::BROKER_NAME, self.broker_name);
+        put(cmd, keys::LIMIT, self.limit)
+    }
+}
+
 /// REGISTER_TOPIC_IN_NAMESRV.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RegisterTopicHeader<'a> {
@@ -928,6 +964,14 @@ mod tests {
             }
         );
         round_trip!(RegisterTopicHeader, RegisterTopicHeader { topic: "t" });
+        round_trip!(
+            RouteJournalHeader,
+            RouteJournalHeader {
+                topic: Some("t"),
+                broker_name: None,
+                limit: Some(20),
+            }
+        );
         round_trip!(
             GetTopicsByClusterHeader,
             GetTopicsByClusterHeader { cluster: "c" }
