@@ -1,7 +1,10 @@
 //! The read-only HTTP port: Prometheus metrics, health and readiness probes, the address list
-//! that clients' address-server lookup reads, and a live status page (`status`). The port's
-//! machinery (bounds, deadlines) is `rocketmq_http`, shared with the standalone controller.
+//! that clients' address-server lookup reads, a live status page (`status`) with a route search
+//! (`search`), and the route journal's answers as JSON (`journal`). The port's machinery
+//! (bounds, deadlines) is `rocketmq_http`, shared with the standalone controller.
 
+mod journal;
+mod search;
 mod status;
 
 use std::collections::BTreeMap;
@@ -40,6 +43,7 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, shutdown: Cancellat
     let app = Router::new()
         .route("/", get(status::page))
         .route("/status.json", get(status::json))
+        .route("/journal", get(journal::json))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))

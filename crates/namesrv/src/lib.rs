@@ -255,6 +255,7 @@ pub async fn run(
         registry.hash_topics();
     }
     let journal = Arc::new(open_journal(server));
+    metrics.watch_journal(journal.clone());
     journal.record(started_entries(&registry, &snapshot_path));
     let routes = RouteTable::with_registry(registry).with_journal(journal.clone());
     let state = Arc::new(State {

@@ -1,4 +1,5 @@
-//! Prometheus metrics: traffic counted as it happens, registry sizes read at scrape time.
+//! Prometheus metrics: traffic counted as it happens, registry sizes and the route journal's
+//! counts read at scrape time.
 //! Besides, for the status page, the request rate and p99 latency of the last 15 minutes,
 //! sampled every 10 s by the server itself.
 
@@ -20,6 +21,7 @@ use prometheus_client::registry::Registry;
 use rocketmq_http::Escaped;
 use tokio_util::sync::CancellationToken;
 
+use crate::journal::Journal;
 use crate::state::State;
 use rocketmq_wire::clock::now_ms;
 
@@ -261,6 +263,12 @@ impl Metrics {
         crate::peer_routes::register_metrics(&mut self.registry, routes);
     }
 
+    /// Adds the route journal's counts by cause and its size to every scrape.
+    pub fn watch_journal(&mut self, journal: Arc<Journal>) {
+        self.registry
+            .register_collector(Box::new(JournalCollector(journal)));
+    }
+
     /// Counts a request; `served` says whether the server serves its code.
     pub fn request(&self, code: i32, served: bool, result: i32, took: Duration) {
         let code = code_label(code, served);
@@ -385,6 +393,86 @@ impl Metrics {
     }
 }
 
+/// The route journal's series: what left the routes, by cause, and the journal's size.
+struct JournalCollector(Arc<Journal>);
+
+impl std::fmt::Debug for JournalCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JournalCollector")
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabel {
+    cause: &'static str,
+}
+
+impl prometheus_client::collector::Collector for JournalCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> std::fmt::Result {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let journal = &self.0;
+        // Every cause, those that never happened at 0: a series that first appears at 1 is an
+        // increase `increase()` does not see, and an alert on a burst would miss the first.
+        // Counted whether or not the journal keeps files.
+        for (name, help, counts) in [
+            (
+                "route_removals",
+                "Topics removed from a broker group's route, by cause (a group's last address \
+                 gone, an admin's delete, a registration without the topic), since start",
+                journal.removals(),
+            ),
+            (
+                "broker_departures",
+                "Broker addresses that left their group, by cause (unregistered, \
+                 connection-closed, expired, left-at-peer, unbacked), since start",
+                journal.departures(),
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                ConstCounter::new(0u64).metric_type(),
+            )?;
+            for (cause, n) in counts {
+                ConstCounter::new(n)
+                    .encode(family.encode_family(&CauseLabel { cause: cause.key() })?)?;
+            }
+        }
+        if !journal.is_enabled() {
+            return Ok(());
+        }
+        let stats = journal.stats();
+        for (name, help, value) in [
+            (
+                "route_journal_bytes",
+                "Bytes of the route journal's files",
+                stats.bytes,
+            ),
+            (
+                "route_journal_lines",
+                "Entries (lines) in the route journal's files",
+                stats.lines,
+            ),
+        ] {
+            let g = ConstGauge::new(value as i64);
+            g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)?;
+        }
+        let dropped = ConstCounter::new(stats.dropped);
+        dropped.encode(encoder.encode_descriptor(
+            "route_journal_dropped",
+            "Route journal entries not written: the writer fell too far behind, or the disk failed",
+            None,
+            dropped.metric_type(),
+        )?)
+    }
+}
+
 /// Samples the request rate and latency every [`SAMPLE_EVERY`] until shutdown.
 pub async fn sample_requests(state: Arc<State>, shutdown: CancellationToken) {
     let mut every =
@@ -435,6 +523,50 @@ mod tests {
         m.request(105, true, 0, Duration::from_millis(40));
         let p99 = m.recent().last().unwrap().p99_us.unwrap();
         assert!((40_000.0..48_000.0).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn removals_and_departures_are_scraped_by_cause_every_cause_from_zero() {
+        use crate::journal::{Cause, Entry, Move};
+        let journal = Arc::new(Journal::disabled());
+        let mut m = Metrics::default();
+        m.watch_journal(journal.clone());
+        let scrape = m.render(vec![], 0, true);
+        for family in ["route_removals", "broker_departures"] {
+            let samples = format!("namesrv_{family}_total{{");
+            assert_eq!(
+                scrape.matches(&samples).count(),
+                Cause::ALL.len(),
+                "{scrape}"
+            );
+            let expired = format!("namesrv_{family}_total{{cause=\"expired\"}} 0\n");
+            assert!(scrape.contains(&expired), "{scrape}");
+        }
+        assert!(
+            !scrape.contains("route_journal_bytes"),
+            "a journal that keeps no files has no size: {scrape}"
+        );
+
+        let mut gone = Entry::new(Cause::Expired).broker("c", "b", "10.0.0.1:10911", 0);
+        gone.topics = ["T1", "T2"]
+            .map(|t| Move {
+                topic: t.into(),
+                broker: "b".into(),
+                was: Some([4, 4, 6]),
+                now: None,
+            })
+            .into();
+        journal.record(vec![gone]);
+        let scrape = m.render(vec![], 0, true);
+        assert!(
+            scrape.contains("namesrv_route_removals_total{cause=\"expired\"} 2\n"),
+            "{scrape}"
+        );
+        assert!(
+            scrape.contains("namesrv_broker_departures_total{cause=\"expired\"} 1\n"),
+            "{scrape}"
+        );
+        assert!(scrape.contains("namesrv_broker_departures_total{cause=\"connection-closed\"} 0\n"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The dashboard and alert rules of packaging/ against a real Prometheus scraping the real
-//! server: every panel query and every rule expression must evaluate on live data, and the
-//! broker-expired alert must fire when a broker goes silent.
+//! server: every panel query and every rule expression must evaluate on live data, the
+//! broker-expired alert must fire when a broker goes silent, and the departures-burst alert
+//! when three more brokers drop their connections.
 //!
 //! Needs Debian's `prometheus` and `promtool`; without them the test says so and passes,
 //! unless `NAMESRV_TEST_REQUIRE_ALL` is set.
@@ -23,7 +24,7 @@ const JOB: &str = "namesrv";
 const DOOMED_TIMEOUT_MS: i64 = 4000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires() {
+async fn dashboard_and_rules_evaluate_on_live_data_and_an_expiry_and_a_departure_burst_fire() {
     if prometheus_installed().is_none() {
         return;
     }
@@ -196,6 +197,39 @@ async fn dashboard_and_rules_evaluate_on_live_data_and_an_expired_broker_fires()
     );
     assert_eq!(firing["labels"]["severity"], "critical");
     assert_eq!(firing["labels"]["job"], JOB);
+
+    // One broker gone without unregistering is below the burst alert's threshold; three more
+    // that drop their connections within seconds are past it.
+    for state in ["pending", "firing"] {
+        let early = prom.alerts("NamesrvBrokerDeparturesBurst", state).await;
+        assert!(early.is_empty(), "{state} after one expiry: {early:?}");
+    }
+    let mut vanishing = Vec::new();
+    for (i, name) in ["broker-c1", "broker-c2", "broker-c3"]
+        .into_iter()
+        .enumerate()
+    {
+        let broker = Broker::new("ClusterC", name, 0, &format!("127.0.0.1:{}", 10921 + i));
+        vanishing.push(
+            broker
+                .register_on(server, &["TopicTest", "BurstTopic"])
+                .await,
+        );
+    }
+    drop(vanishing);
+    let burst = prom
+        .wait_for(
+            "NamesrvBrokerDeparturesBurst firing",
+            Duration::from_secs(20),
+            || async {
+                let firing = prom.alerts("NamesrvBrokerDeparturesBurst", "firing").await;
+                firing.into_iter().next()
+            },
+        )
+        .await;
+    println!("burst alert: {burst}");
+    assert_eq!(burst["labels"]["severity"], "critical");
+    assert_eq!(burst["labels"]["instance"], metrics_addr.as_str());
 
     stop.store(true, Ordering::Relaxed);
     load.await.unwrap();

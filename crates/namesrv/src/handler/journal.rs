@@ -10,11 +10,11 @@ use crate::journal::{Entry, Subject};
 use crate::state::State;
 
 /// Entries answered when the request does not say.
-const DEFAULT_LIMIT: usize = 50;
+pub(crate) const DEFAULT_LIMIT: usize = 50;
 /// Entries answered at most: an answer stays small whatever is asked.
-const MAX_LIMIT: usize = 500;
+pub(crate) const MAX_LIMIT: usize = 500;
 /// A topic or broker name longer than any RocketMQ accepts (topics: 127 characters).
-const MAX_NAME: usize = 1024;
+pub(crate) const MAX_NAME: usize = 1024;
 
 pub fn query(state: &State, r: &RemotingCommand) -> HandlerResult {
     let header = RouteJournalHeader::from_command(r)?;
@@ -43,7 +43,7 @@ pub fn query(state: &State, r: &RemotingCommand) -> HandlerResult {
 }
 
 /// The answer's JSON; the HTTP port serves the same.
-pub fn answer(state: &State, subject: Subject<'_>, limit: usize) -> Value {
+pub(crate) fn answer(state: &State, subject: Subject<'_>, limit: usize) -> Value {
     let journal = state.routes.journal();
     let found = journal.find(subject, limit);
     let now = rocketmq_wire::clock::now_ms();

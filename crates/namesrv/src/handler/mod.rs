@@ -2,7 +2,8 @@
 
 mod broker;
 mod config;
-mod journal;
+// Its answer is also what the HTTP port's `/journal` serves.
+pub(crate) mod journal;
 mod kv;
 mod peer;
 mod perm;

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use axum::extract::{Query, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use rocketmq_wire::json::JsonStyle;
 use serde::{Deserialize, Serialize};
 
 use rocketmq_http::page::{
@@ -39,7 +38,9 @@ const SCRIPT: &str = include_str!("status.js").trim_ascii_end();
 
 #[derive(Deserialize)]
 pub(super) struct PageQuery {
+    /// The route search's topic or broker group (`search`).
     topic: Option<String>,
+    broker: Option<String>,
     page: Option<usize>,
 }
 
@@ -173,7 +174,7 @@ fn summarise(state: &State) -> Summary {
     })
 }
 
-/// Everything the page shows but the topic route and the KV entries, as `/status.json`
+/// Everything the page shows but the route search and the KV entries, as `/status.json`
 /// serves it.
 #[derive(Serialize)]
 struct Status {
@@ -614,14 +615,7 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     }
     page.push_str("</table>");
 
-    let _ = write!(
-        page,
-        "<h2>Topic route</h2><form method=get><input name=topic placeholder=topic value=\"{}\"> <button>Show</button></form>",
-        esc(q.topic.as_deref().unwrap_or(""))
-    );
-    if let Some(topic) = q.topic.as_deref().filter(|t| !t.is_empty()) {
-        route_section(&mut page, state, topic);
-    }
+    super::search::section(&mut page, state, q.topic.as_deref(), q.broker.as_deref());
 
     let (entries, total) = state.kv.first_entries(PAGE_ROWS);
     page.push_str(
@@ -642,49 +636,6 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     };
     rocketmq_http::page::close(&mut page, POLL_MS, scripts);
     page
-}
-
-fn route_section(page: &mut String, state: &State, topic: &str) {
-    match state.routes.route(topic, state.route_extras(topic)) {
-        None => {
-            let _ = write!(
-                page,
-                "<p id=route>No route for <code>{}</code></p>",
-                esc(topic)
-            );
-        }
-        Some(route) => {
-            let _ = write!(page, "<table id=route><tr><th>broker name</th><th>perm</th><th>read queues</th><th>write queues</th><th>addresses</th></tr>");
-            for qd in &route.queue_datas {
-                let addrs = route
-                    .broker_datas
-                    .iter()
-                    .find(|bd| bd.broker_name == qd.broker_name)
-                    .map(|bd| {
-                        bd.broker_addrs
-                            .iter()
-                            .map(|(id, a)| format!("{id}: {}", esc(a)))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                let _ = write!(
-                    page,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{addrs}</td></tr>",
-                    esc(&qd.broker_name),
-                    qd.perm,
-                    qd.read_queue_nums,
-                    qd.write_queue_nums
-                );
-            }
-            let json = String::from_utf8_lossy(&route.encode(JsonStyle::Standard)).into_owned();
-            let _ = write!(
-                page,
-                "</table><details><summary>JSON</summary><pre>{}</pre></details>",
-                esc(&json)
-            );
-        }
-    }
 }
 
 /// The KV group's section: this node's part and every member (`showPeers` in `status.js`
