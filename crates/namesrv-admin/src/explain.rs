@@ -270,8 +270,8 @@ fn removal_words(e: &Entry, group: &str, answer: &Answer) -> (String, String) {
         "connection-closed" => (
             "connection-closed",
             format!(
-                "the connection {group}{addr} registered on closed at {at} (the broker stopped, \
-                 or the network between them dropped), and its topics left with it"
+                "{group}{addr} lost its connection to this NameServer at {at} (the broker \
+                 stopped, or the network between them dropped), and its topics left with it"
             ),
         ),
         "unregistered" => (
