@@ -381,6 +381,34 @@ mod tests {
         assert_eq!(opened.last_seq, 7);
     }
 
+    proptest::proptest! {
+        /// A crash may cut the last segment anywhere: what is read back is exactly the whole
+        /// lines before the cut, and at most the one torn line is skipped.
+        #[test]
+        fn a_segment_cut_anywhere_reads_back_as_its_whole_lines(
+            sizes in proptest::collection::vec(0usize..40, 1..30),
+            cut_at in 0.0f64..1.0,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut shelf = Shelf::default();
+            let mut w = Writer::new(dir.path().into(), 1 << 30);
+            for (seq, topics) in sizes.iter().enumerate() {
+                w.write(&mut shelf, &entry(seq as u64 + 1, *topics)).unwrap();
+            }
+            w.flush().unwrap();
+            let path = shelf.segments[0].path.clone();
+            let bytes = fs::read(&path).unwrap();
+            let cut = (bytes.len() as f64 * cut_at) as usize;
+            fs::write(&path, &bytes[..cut]).unwrap();
+            let whole = bytes[..cut].iter().filter(|b| **b == b'\n').count() as u64;
+            let torn = u64::from(cut > 0 && bytes[cut - 1] != b'\n');
+            let opened = open_shelf(dir.path(), 1 << 30).unwrap();
+            proptest::prop_assert_eq!(opened.segments[0].lines, whole);
+            proptest::prop_assert_eq!(opened.skipped, torn);
+            proptest::prop_assert_eq!(opened.segments[0].bytes, cut as u64);
+        }
+    }
+
     #[test]
     fn old_and_excess_segments_are_deleted_but_never_the_current_one() {
         let dir = tempfile::tempdir().unwrap();
