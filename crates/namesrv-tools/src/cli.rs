@@ -37,6 +37,9 @@ pub enum Command {
     Agreement(AgreementArgs),
     /// Start a server command repeatedly: time to the first route answer, idle memory
     Startup(StartupArgs),
+    /// A fleet registers, then re-registers round after round: the size of a directory the
+    /// server writes (du -sb) after the first registrations and after each round
+    Rounds(RoundsArgs),
     /// A NameServer that agrees starts with no routes while its peers hold a fleet: time until
     /// it says it is ready, and whether its table is then complete
     Refill(RefillArgs),
@@ -325,6 +328,27 @@ pub struct StartupArgs {
     /// The server command line
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RoundsArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The fleet; --reregister-secs is the length of a round
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Rounds of re-registration after the first registrations
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// The directory whose size (`du -sb`) is read, such as the server's route journal
+    #[arg(long)]
+    pub du: PathBuf,
+    /// Seconds the size must stay the same before the first registrations count as written
+    #[arg(long, default_value_t = 3.0)]
+    pub settle_secs: f64,
+    /// Share of the masters' re-registrations that change a topic first
+    #[arg(long, default_value_t = 0.0)]
+    pub change_share: f64,
 }
 
 #[derive(Args, Debug)]

@@ -6,7 +6,7 @@
 //! - [`fleet`]: simulated brokers on long-lived connections, registering like real ones;
 //! - [`route_load`]: closed-loop, pipelined GET_ROUTEINFO_BY_TOPIC connections;
 //! - [`scenario`]: one module per measurement (route, mixed, register, restarts, KV writes,
-//!   KV writes across kills, startup);
+//!   KV writes across kills, startup, what a server writes per re-registration round);
 //! - [`canned`]: a server that answers every request with one fixed route-sized frame;
 //! - [`stats`], [`server_proc`]: latency summaries and the server process's memory;
 //! - [`report`]: turns a directory of results into `BENCHMARKS.md`.
@@ -49,6 +49,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Agreement(args) => runtime.block_on(scenario::agreement::run(&args))?,
         cli::Command::Startup(args) => runtime.block_on(scenario::startup::run(&args))?,
         cli::Command::Refill(args) => runtime.block_on(scenario::refill::run(&args))?,
+        cli::Command::Rounds(args) => runtime.block_on(scenario::rounds::run(&args))?,
         cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
         cli::Command::Report(args) => return report::run(&args),
     };

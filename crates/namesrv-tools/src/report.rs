@@ -733,6 +733,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "{}", peers.trim())?;
     }
 
+    // The route journal's cost is measured by scripts/bench-journal (ours with the journal on
+    // and off), likewise.
+    if let Ok(journal) = std::fs::read_to_string(args.results.join("journal.md")) {
+        writeln!(w, "\n## Route journal\n")?;
+        writeln!(w, "{}", journal.trim())?;
+    }
+
     writeln!(w, "\n## Failures in full\n")?;
     let mut any = false;
     let mut figures: Vec<&str> = Vec::new();
@@ -786,7 +793,15 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 
     writeln!(w, "\n## How each figure was measured\n")?;
     writeln!(w, "{}", include_str!("report_method.md").trim())?;
-    writeln!(w, "\n## Exact commands\n\n```\n{}\n```", commands.trim())?;
+    // scripts/bench-journal's commands follow this run's, from its own run.
+    let journal_commands =
+        std::fs::read_to_string(args.results.join("journal-commands.txt")).unwrap_or_default();
+    let commands = [commands.trim(), journal_commands.trim()]
+        .into_iter()
+        .filter(|c| !c.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    writeln!(w, "\n## Exact commands\n\n```\n{commands}\n```")?;
     std::fs::write(&args.out, md).with_context(|| format!("writing {}", args.out.display()))?;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod mixed;
 pub mod refill;
 pub mod register;
 pub mod restarts;
+pub mod rounds;
 pub mod route;
 pub mod startup;
 
