@@ -104,9 +104,9 @@ async fn a_flood_of_changing_registrations_does_not_grow_the_journal_past_its_bo
     let server = MQNAMESRV.start_in(home.path(), &props);
     let client = server.client().await;
     let a = Broker::new("C", "broker-a", 0, "127.0.0.1:10911");
-    // Each registration moves 200 topics to new queue counts: about 20 KiB of journal each.
-    let topics: Vec<String> = (0..200).map(|i| format!("FloodTopic-{i:04}")).collect();
-    for round in 0..300 {
+    // Each registration moves 400 topics to a new permission: about 9 KiB of journal each.
+    let topics: Vec<String> = (0..400).map(|i| format!("FloodTopic-{i:04}")).collect();
+    for round in 0..600 {
         let perm = if round % 2 == 0 { 6 } else { 4 };
         let listed: Vec<(&str, i32)> = topics.iter().map(|t| (t.as_str(), perm)).collect();
         let resp = a.register(&client, &listed, round + 1).await;
@@ -128,6 +128,8 @@ async fn a_flood_of_changing_registrations_does_not_grow_the_journal_past_its_bo
     );
     let stats = journal(&client, "brokerName", "broker-a").await["journal"].clone();
     assert_eq!(stats["dropped"], 0, "{stats}");
+    let lines = stats["lines"].as_u64().unwrap();
+    assert!(lines < 600, "the oldest were deleted: {stats}");
     assert!(stats["bytes"].as_u64().unwrap() <= on_disk, "{stats}");
 }
 

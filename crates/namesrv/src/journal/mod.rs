@@ -307,10 +307,10 @@ impl Journal {
             };
             let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
             for line in lines.into_iter().rev() {
-                if finder.find(line).is_none() || line.last() != Some(&b'\n') {
+                if finder.find(line).is_none() {
                     continue;
                 }
-                let Ok(entry) = serde_json::from_slice::<Entry>(line) else {
+                let Some(entry) = segments::read_line(line) else {
                     continue;
                 };
                 let Some(entry) = trim_to(entry, subject) else {

@@ -11,16 +11,75 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::entry::Entry;
+use super::entry::{Entry, Move, QueuesNote};
 
 const PREFIX: &str = "route-journal-";
 const SUFFIX: &str = ".jsonl";
 
 /// Topics written on one line at most: a broker's first registration of 100k topics becomes
 /// lines a reader can take one at a time.
-pub const LINE_MOVES: usize = 1024;
+pub const LINE_MOVES: usize = 4096;
+
+/// Topics that moved alike on one line: the same group, the same queues before and after. A
+/// broker's first registration of 10k topics with the same queues is then its topics' names,
+/// not 10k copies of the same queues.
+#[derive(Serialize, Deserialize)]
+struct Moved {
+    broker: String,
+    was: Option<QueuesNote>,
+    now: Option<QueuesNote>,
+    topics: Vec<String>,
+}
+
+/// A line on disk: an entry with its topics grouped by how they moved.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    #[serde(flatten)]
+    head: Entry,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    moved: Vec<Moved>,
+}
+
+fn grouped(moves: &[Move]) -> Vec<Moved> {
+    let mut groups: Vec<Moved> = Vec::new();
+    let mut at: std::collections::HashMap<(&str, Option<QueuesNote>, Option<QueuesNote>), usize> =
+        Default::default();
+    for m in moves {
+        let i = *at.entry((&m.broker, m.was, m.now)).or_insert_with(|| {
+            groups.push(Moved {
+                broker: m.broker.clone(),
+                was: m.was,
+                now: m.now,
+                topics: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        groups[i].topics.push(m.topic.clone());
+    }
+    groups
+}
+
+/// The entry a line holds; `None` for a line that does not read (torn, foreign).
+pub fn read_line(line: &[u8]) -> Option<Entry> {
+    // A line without its newline is the tail a crash tore.
+    if line.last() != Some(&b'\n') {
+        return None;
+    }
+    let Line { mut head, moved } = serde_json::from_slice(line).ok()?;
+    for group in moved {
+        head.topics
+            .extend(group.topics.into_iter().map(|topic| Move {
+                topic,
+                broker: group.broker.clone(),
+                was: group.was,
+                now: group.now,
+            }));
+    }
+    Some(head)
+}
 
 /// The hash a segment's index keeps for a topic or a broker name.
 pub fn topic_key(topic: &str) -> u64 {
@@ -61,7 +120,7 @@ impl Segment {
         }
     }
 
-    fn note(&mut self, entry: &Entry, line_bytes: u64) {
+    fn note(&mut self, entry: &Entry, moves: &[Move], line_bytes: u64) {
         self.bytes += line_bytes;
         self.lines += 1;
         self.first_at.get_or_insert(entry.at);
@@ -69,7 +128,7 @@ impl Segment {
         if let Some(b) = &entry.broker {
             self.keys.insert(broker_key(b));
         }
-        for m in &entry.topics {
+        for m in moves {
             self.keys.insert(topic_key(&m.topic));
             self.keys.insert(broker_key(&m.broker));
         }
@@ -131,15 +190,9 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 
 /// The entries of a segment's bytes, with the number of lines that could not be read.
 pub fn parse_lines(bytes: &[u8]) -> impl Iterator<Item = Result<(Entry, u64), ()>> + '_ {
-    bytes.split_inclusive(|b| *b == b'\n').map(|line| {
-        // A line without its newline is the tail a crash tore.
-        if line.last() != Some(&b'\n') {
-            return Err(());
-        }
-        serde_json::from_slice::<Entry>(line)
-            .map(|e| (e, line.len() as u64))
-            .map_err(|_| ())
-    })
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(|line| read_line(line).map(|e| (e, line.len() as u64)).ok_or(()))
 }
 
 /// Opens the segments in `dir` (created if missing), indexing each.
@@ -167,7 +220,7 @@ pub fn open_shelf(dir: &Path, cap: u64) -> std::io::Result<Shelf> {
                     match line {
                         Ok((entry, len)) => {
                             shelf.last_seq = shelf.last_seq.max(entry.seq);
-                            segment.note(&entry, len);
+                            segment.note(&entry, &entry.topics, len);
                         }
                         Err(()) => shelf.skipped += 1,
                     }
@@ -237,17 +290,19 @@ impl Writer {
             {
                 self.roll(shelf, entry.seq)?;
             }
-            let line = Entry {
-                topics: chunk.to_vec(),
-                more_topics: total - chunk.len(),
-                ..entry.clone_without_topics()
+            let line = Line {
+                head: Entry {
+                    more_topics: total - chunk.len(),
+                    ..entry.clone_without_topics()
+                },
+                moved: grouped(chunk),
             };
             let start = self.buf.len();
             serde_json::to_writer(&mut self.buf, &line).map_err(std::io::Error::other)?;
             self.buf.push(b'\n');
             let len = (self.buf.len() - start) as u64;
             if let Some(segment) = shelf.segments.last_mut() {
-                segment.note(&line, len);
+                segment.note(&line.head, chunk, len);
             }
         }
         Ok(())
@@ -357,8 +412,16 @@ mod tests {
         assert!(lines
             .iter()
             .all(|l| l.topics.len() + l.more_topics == LINE_MOVES * 2 + 5));
-        assert!(shelf.segments[0].keys.contains(&topic_key("T2052")));
-        assert!(!shelf.segments[0].keys.contains(&topic_key("T2053")));
+        let last = LINE_MOVES * 2 + 4;
+        assert!(shelf.segments[0]
+            .keys
+            .contains(&topic_key(&format!("T{last}"))));
+        assert!(!shelf.segments[0]
+            .keys
+            .contains(&topic_key(&format!("T{}", last + 1))));
+        // Topics that moved alike are one group on disk: their queues are written once a line.
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text.matches("[8,8,6]").count(), 3, "one group per line");
     }
 
     #[test]
