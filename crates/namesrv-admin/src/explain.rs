@@ -307,6 +307,14 @@ fn removal_words(e: &Entry, group: &str, answer: &Answer) -> (String, String) {
     };
     let mut words = words;
     match answer.brokers.get(group) {
+        // An admin's delete (or a change of no known cause) says nothing of the broker, which
+        // may still have the topic: a registration that lists it routes it again. The other
+        // removals are the broker's own doing; registered again without the topic, it has
+        // dropped it (a registration adds every topic it lists that the route lacks).
+        Some(Some(_)) if matches!(cause, "admin-deleted" | "changed") => words.push_str(&format!(
+            "; {group} is still registered here: if the broker still has the topic, its \
+                 next registration that lists it routes it again"
+        )),
         Some(Some(_)) => words.push_str(&format!(
             "; {group} is registered here now, without this topic: the broker no longer has it"
         )),

@@ -158,6 +158,32 @@ async fn an_admin_delete_and_a_wipe_name_the_admin_who_asked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_delete_does_not_say_the_broker_dropped_a_topic_it_still_has() {
+    let server = Server::start();
+    let n = server.addr.as_str();
+    let a = Broker::new("C", "broker-a", 0, "127.0.0.1:10911");
+    let client = server.client().await;
+    let topics = [("Doomed", 6), ("Kept", 6)];
+    assert_eq!(a.register(&client, &topics, 1).await.code, 0);
+
+    // Deleted on the NameServer only: the broker keeps the topic.
+    let del = nsadmin(&["-n", n, "deleteTopic", "-t", "Doomed"]).await;
+    assert_eq!(del.code, 0, "{}", del.stderr);
+    let v = explain(n, "Doomed").await;
+    assert_eq!(causes(&v), ["admin-deleted"]);
+    let r = reason(&v, 0);
+    assert!(!r.contains("no longer has it"), "{r}");
+    assert!(
+        r.contains("broker-a is still registered here: if the broker still has the topic"),
+        "{r}"
+    );
+
+    // Its next registration, unchanged, still lists it, and routes it again.
+    assert_eq!(a.register(&client, &topics, 1).await.code, 0);
+    assert_eq!(causes(&explain(n, "Doomed").await), ["routed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_a_broker_stops_listing_is_named_when_registrations_are_the_whole_truth() {
     let server = Server::start_with("deleteTopicWithBrokerRegistration=true\n");
     let n = server.addr.as_str();
