@@ -701,8 +701,9 @@ pub async fn explain_broker(ns: &Namesrvs, name: &str) -> Result<Report, AdminEr
     }
     let registered_on = each.iter().filter(|e| e["registered"] == true).count();
     let summary = format!(
-        "{name} is registered on {registered_on} of {} NameServers",
-        each.len()
+        "{name} is registered on {registered_on} of {} NameServer{}",
+        each.len(),
+        if each.len() == 1 { "" } else { "s" }
     );
     text.push_str(&format!("In short: {summary}\n"));
     Ok(Report::ok(

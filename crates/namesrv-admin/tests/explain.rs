@@ -136,7 +136,7 @@ async fn an_admin_delete_and_a_wipe_name_the_admin_who_asked() {
     let v = explain(n, "Doomed").await;
     assert_eq!(causes(&v), ["admin-deleted"]);
     assert!(
-        reason(&v, 0).contains("deleted by admin at 127.0.0.1"),
+        reason(&v, 0).contains("deleted by admin from 127.0.0.1"),
         "{v}"
     );
 
@@ -144,7 +144,7 @@ async fn an_admin_delete_and_a_wipe_name_the_admin_who_asked() {
     assert_eq!(wipe.code, 0, "{}", wipe.stderr);
     let v = explain(n, "Kept").await;
     assert_eq!(causes(&v), ["read-only"]);
-    assert!(reason(&v, 0).contains("write permission wiped by admin at 127.0.0.1"));
+    assert!(reason(&v, 0).contains("write permission wiped by admin from 127.0.0.1"));
     assert_eq!(v["nameServers"][0]["route"][0]["perm"], 4);
 
     let broker = nsadmin(&["-n", n, "explainBroker", "-b", "broker-a", "--json"])
@@ -217,5 +217,5 @@ async fn explain_broker_tells_a_broker_never_seen_from_one_registered() {
         .await
         .json();
     assert_eq!(v["nameServers"][0]["cause"], "never-registered", "{v}");
-    assert_eq!(v["summary"], "ghost is registered on 0 of 1 NameServers");
+    assert_eq!(v["summary"], "ghost is registered on 0 of 1 NameServer");
 }

@@ -102,7 +102,7 @@ pub struct AdminChange {
     /// whose clocks differ would disagree on anything decided by it).
     pub at_ms: i64,
     pub op: AdminOp,
-    /// Who asked (`admin at ADDRESS`), for every member's route journal.
+    /// Who asked (`admin from ADDRESS`), for every member's route journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
 }

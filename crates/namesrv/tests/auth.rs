@@ -106,7 +106,7 @@ async fn writes_need_a_valid_signature_and_reads_stay_open() {
         .as_str()
         .unwrap()
         .starts_with("not authenticated"));
-    assert_eq!(entries[2]["by"], "admin at 127.0.0.1 (access key admin)");
+    assert_eq!(entries[2]["by"], "admin from 127.0.0.1 (access key admin)");
 
     for key in [
         "authenticationEnabled",

@@ -491,7 +491,7 @@ async fn admin_topic_changes_on_one_nameserver_reach_the_others() {
         let entries = answer["entries"].as_array().unwrap();
         let last = entries.last().unwrap();
         assert_eq!(last["cause"], "admin-deleted", "node {i}: {answer}");
-        assert_eq!(last["by"], "admin at 127.0.0.1", "node {i}: {answer}");
+        assert_eq!(last["by"], "admin from 127.0.0.1", "node {i}: {answer}");
         let first = &entries[0];
         let (cause, by) = if i == 0 {
             ("registered", None)

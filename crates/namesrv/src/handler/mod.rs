@@ -233,8 +233,8 @@ fn admin_change(
 /// the access key that signed the request when authentication is on.
 fn asker(state: &State, c: Context, r: &RemotingCommand) -> String {
     match r.ext("AccessKey").filter(|_| state.credentials.is_some()) {
-        Some(key) => format!("admin at {} (access key {key})", c.origin.peer),
-        None => format!("admin at {}", c.origin.peer),
+        Some(key) => format!("admin from {} (access key {key})", c.origin.peer),
+        None => format!("admin from {}", c.origin.peer),
     }
 }
 

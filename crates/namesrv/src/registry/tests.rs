@@ -1114,12 +1114,12 @@ fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
     // An admin's deletion names who asked; the registry without notes keeps none.
     register_at(&mut r, 3, 3, 0);
     r.take_notes();
-    r.asked_by(Some("admin at 10.9.9.9".into()), |r| {
+    r.asked_by(Some("admin from 10.9.9.9".into()), |r| {
         r.delete_topic("t1", None)
     });
     let notes = r.take_notes();
     assert_eq!(causes(&notes), [Cause::AdminDeleted]);
-    assert_eq!(notes[0].by.as_deref(), Some("admin at 10.9.9.9"));
+    assert_eq!(notes[0].by.as_deref(), Some("admin from 10.9.9.9"));
     assert_eq!(notes[0].topics[0].topic, "t1");
     r.keep_notes(false);
     r.delete_topic("t2", None);
