@@ -733,6 +733,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "{}", peers.trim())?;
     }
 
+    // The rolling restart in the pod simulation is measured by scripts/bench-kube, likewise; its
+    // text carries its own heading.
+    if let Ok(kube) = std::fs::read_to_string(args.results.join("kube.md")) {
+        writeln!(w, "\n{}", kube.trim())?;
+    }
+
     // The route journal's cost is measured by scripts/bench-journal (ours with the journal on
     // and off), likewise.
     if let Ok(journal) = std::fs::read_to_string(args.results.join("journal.md")) {
