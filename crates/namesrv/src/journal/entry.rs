@@ -109,6 +109,110 @@ impl Move {
     }
 }
 
+/// Moves as the registry notes them under its write lock: the topic names in one buffer and a
+/// row per move, so that a registration of 10k new topics allocates nothing per topic while
+/// route lookups wait. The journal's writer unpacks them into [`Move`]s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    names: String,
+    rows: Vec<Row>,
+    removals: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Row {
+    /// Where the topic's name ends in `names` (it starts where the previous row's ends).
+    end: usize,
+    group: std::sync::Arc<str>,
+    was: Option<QueuesNote>,
+    now: Option<QueuesNote>,
+}
+
+impl Packed {
+    pub fn push(
+        &mut self,
+        topic: &str,
+        group: &std::sync::Arc<str>,
+        was: Option<QueuesNote>,
+        now: Option<QueuesNote>,
+    ) {
+        self.names.push_str(topic);
+        self.removals += usize::from(was.is_some() && now.is_none());
+        self.rows.push(Row {
+            end: self.names.len(),
+            group: group.clone(),
+            was,
+            now,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Moves that took a topic out of a group's route.
+    pub fn removals(&self) -> usize {
+        self.removals
+    }
+
+    /// The moves in runs of one group, in the order noted: each run's group and its range.
+    pub fn runs(&self) -> Vec<(std::sync::Arc<str>, std::ops::Range<usize>)> {
+        let mut runs: Vec<(std::sync::Arc<str>, std::ops::Range<usize>)> = Vec::new();
+        for (i, row) in self.rows.iter().enumerate() {
+            match runs.last_mut() {
+                Some((group, range)) if std::sync::Arc::ptr_eq(group, &row.group) => {
+                    range.end = i + 1
+                }
+                _ => runs.push((row.group.clone(), i..i + 1)),
+            }
+        }
+        runs
+    }
+
+    /// Appends the rows `range` of `from`.
+    pub fn extend_from(&mut self, from: &Packed, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        let start = match range.start {
+            0 => 0,
+            i => from.rows[i - 1].end,
+        };
+        let base = self.names.len();
+        self.names
+            .push_str(&from.names[start..from.rows[range.end - 1].end]);
+        for row in &from.rows[range] {
+            self.removals += usize::from(row.was.is_some() && row.now.is_none());
+            self.rows.push(Row {
+                end: base + row.end - start,
+                ..row.clone()
+            });
+        }
+    }
+
+    /// The moves, unpacked.
+    pub fn unpack(self) -> Vec<Move> {
+        let mut start = 0;
+        self.rows
+            .into_iter()
+            .map(|row| {
+                let topic = self.names[start..row.end].to_string();
+                start = row.end;
+                Move {
+                    topic,
+                    broker: row.group.to_string(),
+                    was: row.was,
+                    now: row.now,
+                }
+            })
+            .collect()
+    }
+}
+
 /// A change, with who and what it concerns. Which fields are set depends on the cause.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -146,6 +250,9 @@ pub struct Entry {
     /// change split over several lines on disk).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub more_topics: usize,
+    /// Moves noted under the registry's lock, not yet in `topics` (see [`Packed`]).
+    #[serde(skip)]
+    pub packed: Packed,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -200,7 +307,26 @@ impl Entry {
             detail: self.detail.clone(),
             topics: Vec::new(),
             more_topics: self.more_topics,
+            packed: Packed::default(),
         }
+    }
+
+    /// Moves its packed moves into `topics`.
+    pub fn unpack(&mut self) {
+        if !self.packed.is_empty() {
+            let packed = std::mem::take(&mut self.packed);
+            self.topics.extend(packed.unpack());
+        }
+    }
+
+    /// Topics it moves, packed or not.
+    pub fn moves(&self) -> usize {
+        self.topics.len() + self.packed.len()
+    }
+
+    /// Topics it took out of a group's route, packed or not.
+    pub fn removals(&self) -> usize {
+        self.topics.iter().filter(|m| m.is_removal()).count() + self.packed.removals()
     }
 
     pub fn cause(&self) -> Cause {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-pub use entry::{Cause, Entry, Move};
+pub use entry::{Cause, Entry, Move, Packed};
 use segments::{broker_key, topic_key, Shelf, Writer};
 
 /// Bounds of the journal on disk.
@@ -190,7 +190,7 @@ impl Journal {
     pub fn record(&self, mut entries: Vec<Entry>) {
         for e in &entries {
             let cause = e.cause();
-            let removed = e.topics.iter().filter(|m| m.is_removal()).count();
+            let removed = e.removals();
             self.removals.add(cause, removed as u64);
             if e.addr.is_some()
                 && matches!(
@@ -208,7 +208,7 @@ impl Journal {
         let Some(inner) = &self.inner else {
             return;
         };
-        let moves: usize = entries.iter().map(|e| e.topics.len() + 1).sum();
+        let moves: usize = entries.iter().map(|e| e.moves() + 1).sum();
         let mut send = inner.send.lock();
         let Some((next_seq, tx)) = send.as_mut() else {
             return;
@@ -432,10 +432,11 @@ fn write_loop(
         while let Some(msg) = next.take() {
             match msg {
                 Msg::Entries(entries) => {
-                    let moves: usize = entries.iter().map(|e| e.topics.len() + 1).sum();
+                    let moves: usize = entries.iter().map(|e| e.moves() + 1).sum();
                     let mut shelf = shelf.lock();
-                    for e in &entries {
-                        if let Err(e) = writer.write(&mut shelf, e) {
+                    for mut e in entries {
+                        e.unpack();
+                        if let Err(e) = writer.write(&mut shelf, &e) {
                             dropped.fetch_add(1, Ordering::Relaxed);
                             if !failing {
                                 tracing::error!("route journal: cannot write: {e}");

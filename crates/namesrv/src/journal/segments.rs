@@ -12,7 +12,7 @@ use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::entry::{Entry, Move, QueuesNote};
 
@@ -26,7 +26,7 @@ pub const LINE_MOVES: usize = 4096;
 /// Topics that moved alike on one line: the same group, the same queues before and after. A
 /// broker's first registration of 10k topics with the same queues is then its topics' names,
 /// not 10k copies of the same queues.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Moved {
     broker: String,
     was: Option<QueuesNote>,
@@ -35,29 +35,47 @@ struct Moved {
 }
 
 /// A line on disk: an entry with its topics grouped by how they moved.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Line {
     #[serde(flatten)]
     head: Entry,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     moved: Vec<Moved>,
 }
 
-fn grouped(moves: &[Move]) -> Vec<Moved> {
-    let mut groups: Vec<Moved> = Vec::new();
-    let mut at: std::collections::HashMap<(&str, Option<QueuesNote>, Option<QueuesNote>), usize> =
+/// [`Moved`] as written: borrowing the names, which a first registration has 10k of.
+#[derive(Serialize)]
+struct MovedOut<'a> {
+    broker: &'a str,
+    was: Option<QueuesNote>,
+    now: Option<QueuesNote>,
+    topics: Vec<&'a str>,
+}
+
+/// [`Line`] as written.
+#[derive(Serialize)]
+struct LineOut<'a> {
+    #[serde(flatten)]
+    head: Entry,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    moved: Vec<MovedOut<'a>>,
+}
+
+fn grouped(moves: &[Move]) -> Vec<MovedOut<'_>> {
+    let mut groups: Vec<MovedOut<'_>> = Vec::new();
+    let mut at: foldhash::HashMap<(&str, Option<QueuesNote>, Option<QueuesNote>), usize> =
         Default::default();
     for m in moves {
         let i = *at.entry((&m.broker, m.was, m.now)).or_insert_with(|| {
-            groups.push(Moved {
-                broker: m.broker.clone(),
+            groups.push(MovedOut {
+                broker: &m.broker,
                 was: m.was,
                 now: m.now,
                 topics: Vec::new(),
             });
             groups.len() - 1
         });
-        groups[i].topics.push(m.topic.clone());
+        groups[i].topics.push(&m.topic);
     }
     groups
 }
@@ -91,10 +109,8 @@ pub fn broker_key(name: &str) -> u64 {
 }
 
 fn key_of(kind: u8, name: &str) -> u64 {
-    let mut bytes = Vec::with_capacity(name.len() + 1);
-    bytes.push(kind);
-    bytes.extend_from_slice(name.as_bytes());
-    xxh3_64(&bytes)
+    // Kept in memory only (rebuilt from the lines at start), so the function may change.
+    xxh3_64_with_seed(name.as_bytes(), u64::from(kind))
 }
 
 /// One segment file, as the index knows it.
@@ -128,9 +144,14 @@ impl Segment {
         if let Some(b) = &entry.broker {
             self.keys.insert(broker_key(b));
         }
+        let mut last_broker: Option<&str> = None;
         for m in moves {
             self.keys.insert(topic_key(&m.topic));
-            self.keys.insert(broker_key(&m.broker));
+            // A change's moves are mostly one group's.
+            if last_broker != Some(m.broker.as_str()) {
+                self.keys.insert(broker_key(&m.broker));
+                last_broker = Some(&m.broker);
+            }
         }
     }
 }
@@ -290,7 +311,7 @@ impl Writer {
             {
                 self.roll(shelf, entry.seq)?;
             }
-            let line = Line {
+            let line = LineOut {
                 head: Entry {
                     more_topics: total - chunk.len(),
                     ..entry.clone_without_topics()

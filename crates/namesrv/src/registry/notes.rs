@@ -4,16 +4,17 @@
 //! names their group.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::queues::Queues;
 use super::tables::Registry;
-use crate::journal::{Cause, Entry, Move};
+use crate::journal::{Cause, Entry, Packed};
 
 /// The notes of the mutations since the last [`Registry::take_notes`].
 #[derive(Default)]
 pub struct Notes {
     entries: Vec<Entry>,
-    moves: Vec<Move>,
+    moves: Packed,
     /// Who asked for the mutations under way (an admin's address), stamped on their entries.
     by: Option<String>,
     /// The mutation under way takes a peer NameServer's word of a broker.
@@ -73,17 +74,14 @@ impl Registry {
     pub(super) fn note_move(
         &mut self,
         topic: &str,
-        group: &str,
+        group: &Arc<str>,
         was: Option<Queues>,
         now: Option<Queues>,
     ) {
         if let Some(notes) = &mut self.notes {
-            notes.moves.push(Move {
-                topic: topic.to_string(),
-                broker: group.to_string(),
-                was: was.map(note_of),
-                now: now.map(note_of),
-            });
+            notes
+                .moves
+                .push(topic, group, was.map(note_of), now.map(note_of));
         }
     }
 
@@ -109,8 +107,9 @@ impl Registry {
                 None => unnamed = Some(i),
             }
         }
-        for m in moves {
-            let at = match by_group.get(&m.broker).copied().or(unnamed) {
+        // Looked up once per run of one group's moves (a registration's are one run).
+        for (group, range) in moves.runs() {
+            let at = match by_group.get(&*group).copied().or(unnamed) {
                 Some(at) => at,
                 None => {
                     let cause = if notes.from_peer {
@@ -118,14 +117,14 @@ impl Registry {
                     } else {
                         Cause::Changed
                     };
-                    let mut own = Entry::new(cause).group(&m.broker);
+                    let mut own = Entry::new(cause).group(&group);
                     own.by = notes.by.clone();
                     entries.push(own);
-                    by_group.insert(m.broker.clone(), entries.len() - 1);
+                    by_group.insert(group.to_string(), entries.len() - 1);
                     entries.len() - 1
                 }
             };
-            entries[at].topics.push(m);
+            entries[at].packed.extend_from(&moves, range);
         }
         entries
     }
