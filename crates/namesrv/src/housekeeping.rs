@@ -57,6 +57,7 @@ pub fn scan(state: &State) {
     if state.is_shutting_down() {
         return;
     }
+    state.routes.change(|r| r.end_quiet_rounds(now_ms()));
     let Expiry { expired, leaving } = state.routes.change(|r| r.expire(now_ms()));
     if expired.is_empty() {
         return;

@@ -298,6 +298,8 @@ pub fn load(path: &Path) -> Restored {
                 warn!("dropped snapshot members that had no live entry");
             }
             r.undate_topics();
+            // Served meanwhile, but a topic its broker's first complete round leaves out goes.
+            r.hold_restored_topics();
             info!(
                 brokers = r.live_entries().count(),
                 topics = r.topic_count(),

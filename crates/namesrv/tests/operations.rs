@@ -68,6 +68,62 @@ async fn routes_survive_kill_and_dead_brokers_still_expire() {
     );
 }
 
+async fn routed(client: &rocketmq_wire::client::Client, topic: &str) -> bool {
+    call(client, route_request(topic, 479)).await.code == response::SUCCESS
+}
+
+/// Restored routes are served at once, but a topic that the broker's first complete round of
+/// registrations no longer lists leaves when the round ends: for a split broker at its short last
+/// chunk, for one that does not split once nothing follows its registration for a while.
+#[tokio::test]
+async fn restored_topics_the_first_registration_round_no_longer_lists_leave_when_it_ends() {
+    let mut server = MQNAMESRV.start();
+    let client = server.client().await;
+    let split = Broker::new("c", "split", 0, "127.0.0.1:10911");
+    let lone = Broker::new("c", "lone", 0, "127.0.0.1:10921");
+    let topics = [("A", 4), ("B", 4), ("C", 4), ("D", 4), ("Dropped", 4)];
+    split.register(&client, &topics, 1).await;
+    lone.register(&client, &[("Stays", 4), ("Also", 4), ("Old", 4)], 1)
+        .await;
+    tokio::time::sleep(SNAPSHOT_SETTLE).await;
+    server.kill();
+
+    let restarted = MQNAMESRV.start_in(&server.home, "scanNotActiveBrokerInterval=200");
+    let client = restarted.client().await;
+    assert!(routed(&client, "Dropped").await && routed(&client, "Old").await);
+    // Chunks of two at the data version the broker had: the round goes on.
+    split.register(&client, &[("A", 4), ("B", 4)], 1).await;
+    split.register(&client, &[("C", 4), ("D", 4)], 1).await;
+    assert!(
+        routed(&client, "Dropped").await,
+        "served until the round ends"
+    );
+    lone.register(&client, &[("Stays", 4), ("Also", 4)], 1)
+        .await;
+    // The last chunk divides evenly: it lists nothing, fewer than the chunk before.
+    split.register(&client, &[], 1).await;
+    assert!(
+        !routed(&client, "Dropped").await,
+        "no chunk of the round listed it"
+    );
+    for topic in ["A", "B", "C", "D"] {
+        assert!(routed(&client, topic).await, "{topic} was in a chunk");
+    }
+    assert!(
+        routed(&client, "Old").await,
+        "a lone registration may be a first chunk"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while routed(&client, "Old").await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Old still routed after the lone registration went quiet"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(routed(&client, "Stays").await && routed(&client, "Also").await);
+}
+
 #[tokio::test]
 async fn clean_shutdown_saves_and_the_snapshot_can_be_turned_off() {
     let mut server = MQNAMESRV.start();

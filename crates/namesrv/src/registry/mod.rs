@@ -15,6 +15,8 @@
 //! - `tables`: the [`Registry`] and its plain data, its reads, snapshot restore and change log;
 //! - `registration`: a broker registering, and what its next registration is compared with;
 //! - `departures`: unregistration, closed connections, expiry and liveness deadlines;
+//! - `rounds`: which registrations make a complete listing of a group's topics, and what
+//!   leaves when one ends (restored routes, pruning of split registrations);
 //! - `notes`: what the route journal is told of each mutation;
 //! - `topic_changes`: the recorded topic mutations and the admin requests that change topics;
 //! - `routes`: a topic's route assembled from the tables;
@@ -29,6 +31,7 @@ mod interleavings;
 mod notes;
 mod queues;
 mod registration;
+mod rounds;
 mod routes;
 mod tables;
 #[cfg(test)]
@@ -394,6 +397,7 @@ impl RouteTable {
                 registry.register(reg, registration::TopicPlan::default(), policy);
             if matches!(outcome, RegisterOutcome::Registered { .. }) {
                 registry.dated(topics_ms, |r| r.apply_mirror(&name, topics, plan));
+                registry.round_settled_by_peer(&name);
                 registry.adopted_from_peer(&cluster, &addr, conn, last_ms, (&name, topics_ms));
             }
             (outcome, notice)

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use rocketmq_wire::body::{BrokerData, RegisterBrokerBody, TableIndex, TopicConfig};
 
 use super::queues::Queues;
+use super::rounds::Counted;
 use super::tables::{key, BrokerLive, ConnId, Registry, MASTER_ID, PERM_WRITE};
 use crate::events::{version_name, Event, EventKind};
 use crate::journal::{Cause, Entry};
@@ -199,7 +200,10 @@ impl Registry {
             faithful: true,
             ..Default::default()
         };
-        if wrapper.mapping_info.is_empty() && policy.delete_unlisted_topics {
+        if wrapper.mapping_info.is_empty()
+            && policy.delete_unlisted_topics
+            && !self.defers_pruning(reg)
+        {
             let incoming: HashSet<&str> = wrapper
                 .topic_configs
                 .iter()
@@ -285,7 +289,8 @@ impl Registry {
         }
         self.number_registration(&reg.from.broker_name, &reg.from.broker_addr);
         let changed_before = self.changes.topic_changes;
-        self.apply_topics(&reg, plan);
+        let applies = plan.applies;
+        let pruned = self.apply_topics(&reg, plan);
         if self.changes.topic_changes != changed_before {
             // Once per registration, not per topic: at 100k topics that would show. Stamped
             // too: another registrant speaking for the group (the same member registered in
@@ -309,6 +314,13 @@ impl Registry {
                 &format!("registered by {broker_name} ({broker_addr})"),
                 &format!("no longer listed by {broker_name} ({broker_addr})"),
             );
+        }
+        if applies {
+            self.count_round(Counted {
+                reg: &reg,
+                prunes: policy.delete_unlisted_topics && reg.body.wrapper.mapping_info.is_empty(),
+                pruned,
+            });
         }
         let outcome = self.registered(cluster, broker_name, *broker_id);
         let notice = (min_id_changed && policy.notify_min_id)
@@ -408,14 +420,24 @@ impl Registry {
         }
     }
 
-    fn apply_topics(&mut self, reg: &Registration, plan: TopicPlan) {
+    /// Applies the plan's queue changes; returns what it pruned, with the queues it had.
+    fn apply_topics(&mut self, reg: &Registration, plan: TopicPlan) -> Vec<(String, Queues)> {
         if !plan.applies {
-            return;
+            return Vec::new();
         }
         let broker_name = &reg.from.broker_name;
         let name = self.shared_name(broker_name);
-        for topic in &plan.leave {
-            self.leave_topic(topic, broker_name);
+        let mut pruned = Vec::with_capacity(plan.leave.len());
+        for topic in plan.leave {
+            if let Some(had) = self
+                .topics
+                .get(&topic)
+                .and_then(|q| q.get(broker_name))
+                .copied()
+            {
+                self.leave_topic(&topic, broker_name);
+                pruned.push((topic, had));
+            }
         }
         let configs = &reg.body.wrapper.topic_configs;
         for (i, queues) in plan.set {
@@ -435,6 +457,7 @@ impl Registry {
                 }
             }
         }
+        pruned
     }
 
     fn refresh_live(&mut self, reg: &Registration) {
@@ -532,6 +555,9 @@ impl Registry {
     /// The table a registration with these headers may be read against: the broker's last
     /// one, while the broker holds its id and its group is as that registration left it.
     pub fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
+        if self.needs_whole_tables(&reg.broker_name) {
+            return None;
+        }
         let last = self.last_registration(reg)?;
         if last.headers != headers {
             return None;

@@ -136,6 +136,8 @@ pub struct Registry {
     /// with them in the route snapshot: a restarted member applies exactly the changes after
     /// it, whatever any clock says. `None`: routes that never took an admin change position.
     pub(super) admin_position: Option<u64>,
+    /// Registration rounds that something waits for (`rounds`).
+    pub(super) rounds: super::rounds::Rounds,
 }
 
 /// Each group's epoch, drawn from one counter: epochs are never reused, not even by a group

@@ -27,6 +27,7 @@ struct Reg {
     state_version: i64,
     acting_master: Option<bool>,
     filter_servers: Option<Vec<String>>,
+    now_ms: i64,
 }
 
 fn reg(name: &'static str, id: i64, addr: &'static str, topics: &[(&'static str, i32)]) -> Reg {
@@ -40,6 +41,7 @@ fn reg(name: &'static str, id: i64, addr: &'static str, topics: &[(&'static str,
         state_version: 0,
         acting_master: Some(false),
         filter_servers: Some(vec![]),
+        now_ms: 0,
     }
 }
 
@@ -64,6 +66,12 @@ impl Reg {
         self
     }
 
+    /// Sent at `ms`.
+    fn at(mut self, ms: i64) -> Self {
+        self.now_ms = ms;
+        self
+    }
+
     fn filter_servers(mut self, servers: &[&str]) -> Self {
         self.filter_servers = Some(servers.iter().map(|s| s.to_string()).collect());
         self
@@ -77,7 +85,7 @@ impl Reg {
                 broker_name: self.name.into(),
                 broker_id: self.id,
                 conn: 1,
-                now_ms: 0,
+                now_ms: self.now_ms,
             },
             ha_server_addr: format!("{}-ha", self.addr),
             zone_name: None,
@@ -1073,6 +1081,13 @@ fn an_unregistration_overtaken_by_a_new_registration_leaves_it_alone() {
     assert_eq!(r.live_entries().count(), 0);
 }
 
+/// The journal's notes, their moves unpacked as the journal's writer does.
+fn unpacked(r: &mut Registry) -> Vec<crate::journal::Entry> {
+    let mut notes = r.take_notes();
+    notes.iter_mut().for_each(crate::journal::Entry::unpack);
+    notes
+}
+
 #[test]
 fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
     use crate::journal::Cause;
@@ -1082,7 +1097,7 @@ fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
     let mut r = Registry::default();
     r.keep_notes(true);
     register_at(&mut r, 1, 1, 0);
-    let notes = r.take_notes();
+    let notes = unpacked(&mut r);
     assert_eq!(causes(&notes), [Cause::Registered]);
     let moved: Vec<(&str, bool)> = notes[0]
         .topics
@@ -1106,7 +1121,7 @@ fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
     assert_eq!(causes(&r.take_notes()), [Cause::StaleUnregistration]);
     let leaving = r.unregistration("c", MASTER, "a", 0);
     r.unregister(&[leaving], false);
-    let notes = r.take_notes();
+    let notes = unpacked(&mut r);
     assert_eq!(causes(&notes), [Cause::Unregistered]);
     assert_eq!(notes[0].addr.as_deref(), Some(MASTER));
     assert!(notes[0].topics.iter().all(|m| m.is_removal()));
@@ -1117,7 +1132,7 @@ fn the_journal_is_told_each_cause_with_the_topics_it_moved() {
     r.asked_by(Some("admin from 10.9.9.9".into()), |r| {
         r.delete_topic("t1", None)
     });
-    let notes = r.take_notes();
+    let notes = unpacked(&mut r);
     assert_eq!(causes(&notes), [Cause::AdminDeleted]);
     assert_eq!(notes[0].by.as_deref(), Some("admin from 10.9.9.9"));
     assert_eq!(notes[0].topics[0].topic, "t1");
@@ -1379,4 +1394,180 @@ fn a_change_to_more_topics_than_are_named_one_by_one_still_drops_every_cached_ro
     assert!(std::str::from_utf8(&fresh)
         .unwrap()
         .contains("\"readQueueNums\":8"));
+}
+
+// ---- registration rounds (`rounds`) ----
+
+fn routed(r: &Registry, topic: &str) -> bool {
+    queues_of(r, topic, "b").is_some()
+}
+
+/// A registry holding group b's topics t1..t4 as a snapshot restores them.
+fn restored() -> Registry {
+    let mut r = Registry::default();
+    let old = [("t1", 4), ("t2", 4), ("t3", 4), ("t4", 4)];
+    apply(
+        &mut r,
+        &reg("b", 0, MASTER, &old),
+        RegisterPolicy::default(),
+    );
+    let r = r.with_routes_restored();
+    assert_eq!(r.provisional_topics("b"), 4);
+    r
+}
+
+impl Registry {
+    /// As a start from the snapshot leaves it: no registration remembered, topics provisional.
+    fn with_routes_restored(mut self) -> Registry {
+        for live in self.live.values_mut() {
+            live.last_registration = None;
+        }
+        self.hold_restored_topics();
+        self.take_changes();
+        self
+    }
+}
+
+#[test]
+fn restored_topics_a_lone_registration_leaves_out_go_once_its_round_is_quiet() {
+    let mut r = restored();
+    let policy = RegisterPolicy::default();
+    apply(
+        &mut r,
+        &reg("b", 0, MASTER, &[("t1", 4), ("t2", 4), ("t5", 4)]).at(1_000),
+        policy,
+    );
+    assert!(routed(&r, "t3"), "served from the snapshot meanwhile");
+    r.end_quiet_rounds(1_000 + rounds::QUIET_MS);
+    assert!(routed(&r, "t3"), "a next chunk may still come");
+    r.end_quiet_rounds(1_001 + rounds::QUIET_MS);
+    assert!(!routed(&r, "t3") && !routed(&r, "t4"));
+    assert!(routed(&r, "t1") && routed(&r, "t2") && routed(&r, "t5"));
+    assert_eq!(r.provisional_topics("b"), 0);
+}
+
+#[test]
+fn a_split_round_ends_at_its_short_last_chunk_and_keeps_what_any_chunk_listed() {
+    let mut r = restored();
+    let policy = RegisterPolicy::default();
+    let chunk = |topics: &[(&'static str, i32)], at| reg("b", 0, MASTER, topics).version(2).at(at);
+    apply(&mut r, &chunk(&[("t1", 4), ("t5", 4)], 1_000), policy);
+    apply(&mut r, &chunk(&[("t2", 4), ("t6", 4)], 1_100), policy);
+    assert_eq!(r.provisional_topics("b"), 2, "t3 and t4 not listed yet");
+    apply(&mut r, &chunk(&[("t4", 4)], 1_200), policy);
+    assert!(!routed(&r, "t3"), "no chunk of the round listed it");
+    for t in ["t1", "t2", "t4", "t5", "t6"] {
+        assert!(routed(&r, t), "{t} was listed by a chunk");
+    }
+}
+
+#[test]
+fn a_split_round_that_loses_its_last_chunk_removes_nothing_until_a_complete_one() {
+    let mut r = restored();
+    let policy = RegisterPolicy::default();
+    let chunk = |topics: &[(&'static str, i32)], at| reg("b", 0, MASTER, topics).version(2).at(at);
+    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 1_000), policy);
+    apply(&mut r, &chunk(&[("t5", 4), ("t6", 4)], 1_100), policy);
+    r.end_quiet_rounds(60_000);
+    assert!(
+        routed(&r, "t3") && routed(&r, "t4"),
+        "an incomplete round proves nothing"
+    );
+    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 90_000), policy);
+    apply(&mut r, &chunk(&[("t3", 4), ("t5", 4)], 90_100), policy);
+    apply(&mut r, &chunk(&[], 90_200), policy);
+    assert!(routed(&r, "t3"));
+    assert!(!routed(&r, "t4"), "the complete round did not list it");
+}
+
+#[test]
+fn a_single_topic_increment_vouches_for_its_topic_but_completes_no_round() {
+    let mut r = restored();
+    let policy = RegisterPolicy::default();
+    apply(
+        &mut r,
+        &reg("b", 0, MASTER, &[("t3", 4)]).version(2).at(1_000),
+        policy,
+    );
+    r.end_quiet_rounds(60_000);
+    assert!(routed(&r, "t4"), "no round went by");
+    assert_eq!(r.provisional_topics("b"), 3);
+    apply(
+        &mut r,
+        &reg("b", 0, MASTER, &[("t1", 4), ("t2", 4)])
+            .version(2)
+            .at(61_000),
+        policy,
+    );
+    r.end_quiet_rounds(70_000);
+    assert!(routed(&r, "t3"), "its increment listed it");
+    assert!(!routed(&r, "t4"));
+}
+
+#[test]
+fn a_restored_group_is_read_whole_until_its_round_settles() {
+    let mut r = restored();
+    let from = reg("b", 0, MASTER, &[("t1", 4)]).build().from;
+    let all = [("t1", 4), ("t2", 4), ("t3", 4), ("t4", 4)];
+    let whole = reg("b", 0, MASTER, &all).at(1_000).build();
+    let plan = r.plan(&whole, RegisterPolicy::default());
+    r.register(whole, plan, RegisterPolicy::default());
+    r.remember(
+        &from,
+        1,
+        7,
+        Some(std::sync::Arc::new(TableIndex::default())),
+    );
+    assert!(
+        r.table_base(&from, 7).is_none(),
+        "its round needs every name"
+    );
+    r.end_quiet_rounds(60_000);
+    assert_eq!(r.provisional_topics("b"), 0);
+    assert!(r.table_base(&from, 7).is_some(), "settled, nothing left");
+}
+
+#[test]
+fn pruning_a_split_broker_removes_only_what_no_chunk_of_its_round_listed() {
+    let prune = RegisterPolicy {
+        delete_unlisted_topics: true,
+        ..Default::default()
+    };
+    let mut r = Registry::default();
+    let chunk =
+        |topics: &[(&'static str, i32)], v, at| reg("b", 0, MASTER, topics).version(v).at(at);
+    apply(
+        &mut r,
+        &chunk(&[("a", 4), ("b", 4), ("c", 4), ("d", 4), ("e", 4)], 1, 0),
+        prune,
+    );
+    // It turns split registration on: chunks of two.
+    apply(&mut r, &chunk(&[("a", 4), ("b", 4)], 2, 60_000), prune);
+    assert!(!routed(&r, "c"), "its first chunk prunes as Java does");
+    apply(&mut r, &chunk(&[("c", 4), ("f", 4)], 2, 60_100), prune);
+    assert!(
+        routed(&r, "d") && routed(&r, "e"),
+        "a second chunk puts back what the first pruned"
+    );
+    apply(&mut r, &chunk(&[("d", 4)], 2, 60_200), prune);
+    for t in ["a", "b", "c", "d", "f"] {
+        assert!(routed(&r, t), "{t} was listed by a chunk");
+    }
+    assert!(!routed(&r, "e"), "no chunk listed it");
+    // The next round defers from its first chunk on.
+    apply(&mut r, &chunk(&[("a", 4), ("b", 4)], 2, 90_000), prune);
+    assert!(
+        routed(&r, "c") && routed(&r, "f"),
+        "nothing pruned before the round ends"
+    );
+    apply(&mut r, &chunk(&[("c", 4), ("d", 4)], 2, 90_100), prune);
+    apply(&mut r, &chunk(&[], 2, 90_200), prune);
+    assert!(!routed(&r, "f"));
+    assert!(routed(&r, "a") && routed(&r, "d"));
+    // A lone registration later (the table shrank below a chunk) prunes once it goes quiet.
+    apply(&mut r, &chunk(&[("a", 4), ("b", 4)], 3, 120_000), prune);
+    assert!(routed(&r, "c"), "it may still be a first chunk");
+    r.end_quiet_rounds(130_000);
+    assert!(!routed(&r, "c") && !routed(&r, "d"));
+    assert!(routed(&r, "a"));
 }

@@ -23,9 +23,12 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * both must route every topic of the broker alike (brokers, addresses, queues, permissions), and as the step means:
  * topics created on the broker only; one topic's queues changed; one topic deleted on the broker only; the broker's
  * write permission wiped on both NameServers, kept wiped through its next registrations, and given back by
- * addWritePerm.
+ * addWritePerm. Then, once scripts/interop restarted both NameServers (kill -9, the same ports), the "restarted"
+ * step: both route every topic alike again, the one deleted on the broker only absent from both (the Java
+ * NameServer rebuilds its table from the broker's registrations; ours serves its route snapshot at once, with
+ * snapshot=true, and drops what the broker's first complete round of chunks no longer lists).
  *
- * Usage: Split run ours=ADDR java=ADDR broker=NAME brokerAddr=ADDR topics=N periodMs=MS
+ * Usage: Split run|restarted ours=ADDR java=ADDR broker=NAME brokerAddr=ADDR topics=N periodMs=MS [snapshot=true]
  */
 public final class Split {
     private static final int TOPIC_NOT_EXIST = 17;
@@ -59,11 +62,14 @@ public final class Split {
         int rc = 0;
         Split it = null;
         try {
-            if (!"run".equals(argv[0])) {
+            it = new Split(args);
+            if ("run".equals(argv[0])) {
+                it.run();
+            } else if ("restarted".equals(argv[0])) {
+                it.restarted(Boolean.parseBoolean(args.getOrDefault("snapshot", "false")));
+            } else {
                 throw new IllegalArgumentException("unknown step " + argv[0]);
             }
-            it = new Split(args);
-            it.run();
         } catch (Throwable e) {
             e.printStackTrace(System.out);
             System.out.println("FAILED: " + e);
@@ -119,6 +125,24 @@ public final class Split {
         check(addedOurs == addedJava, "addWritePerm touched %d topics on ours and %d on Java", addedOurs, addedJava);
         alike("after addWritePerm", periodMs, (t, r) -> !r.contains("perm=6") ? "write permission not given back" : null);
         log("both give the write permission back with addWritePerm");
+    }
+
+    /** After both NameServers restarted: the topic deleted on the broker only (step 3) is gone from both. */
+    private void restarted(boolean snapshot) throws Exception {
+        String deleted = topics.get(1);
+        String kept = topics.get(2);
+        if (snapshot) {
+            String atOnce = route(ours, kept);
+            check(!atOnce.startsWith("absent"), "ours did not route %s at once after its restart", kept);
+            log("ours routes %s at once after its restart (route snapshot): %s", kept, atOnce);
+        }
+        alike("after both NameServers restarted", 4 * periodMs, (t, r) -> {
+            if (t.equals(deleted)) {
+                return r.startsWith("absent") ? null : "still routed, though deleted on the broker before the restart";
+            }
+            return r.startsWith("absent") ? "not routed" : null;
+        });
+        log("both route the other %d topics alike after the restart, and %s on neither", topics.size() - 1, deleted);
     }
 
     /** What a rule finds wrong with one topic's route (null: nothing). */
