@@ -77,6 +77,13 @@ struct Round {
 }
 
 impl Round {
+    /// Keeps the names `reg` lists, when the round's end prunes by them.
+    fn list(&mut self, reg: &Registration, prunes: bool) {
+        if prunes {
+            self.listed.extend(listed(reg).map(str::to_string));
+        }
+    }
+
     fn continued_by(&self, reg: &Registration) -> bool {
         self.addr == reg.from.broker_addr
             && self.id == reg.from.broker_id
@@ -175,9 +182,7 @@ impl Registry {
         let (split, mut restore, last) = match &mut group.round {
             Some(round) if round.continued_by(reg) => {
                 round.chunks += 1;
-                if prunes {
-                    round.listed.extend(listed(reg).map(str::to_string));
-                }
+                round.list(reg, prunes);
                 let restore = if round.chunks == 2 {
                     round.prunes_at_end |= prunes;
                     std::mem::take(&mut round.pruned)
@@ -197,9 +202,7 @@ impl Registry {
             }
             Some(round) => {
                 // A 5.x broker's increment: its topic is listed now.
-                if prunes {
-                    round.listed.extend(listed(reg).map(str::to_string));
-                }
+                round.list(reg, prunes);
                 (false, Vec::new(), false)
             }
             None => (false, Vec::new(), false),
@@ -300,6 +303,7 @@ impl Registry {
             // Incomplete: a chunk was lost. What is provisional stays so for the next round.
             return;
         }
+        // Provisional topics a registration listed were struck off as it came.
         let mut leaving: HashSet<String> = group.unconfirmed.take().unwrap_or_default();
         let provisional = !leaving.is_empty();
         if !group.split {
@@ -315,7 +319,6 @@ impl Registry {
                     .map(|(topic, _)| topic.to_string()),
             );
         }
-        leaving.retain(|topic| !round.listed.contains(topic));
         let mut left = 0;
         for topic in &leaving {
             left += usize::from(self.leave_topic(topic, name));
@@ -351,7 +354,7 @@ fn first_chunk(
     prunes_at_end: bool,
     pruned: Vec<(String, Queues)>,
 ) -> Round {
-    Round {
+    let mut round = Round {
         cluster: reg.from.cluster.clone(),
         addr: reg.from.broker_addr.clone(),
         id: reg.from.broker_id,
@@ -359,12 +362,10 @@ fn first_chunk(
         chunks: 1,
         last_count: reg.listed,
         last_ms: reg.from.now_ms,
-        listed: if prunes {
-            listed(reg).map(str::to_string).collect()
-        } else {
-            HashSet::new()
-        },
+        listed: HashSet::new(),
         prunes_at_end,
         pruned,
-    }
+    };
+    round.list(reg, prunes);
+    round
 }

@@ -1416,6 +1416,11 @@ fn restored() -> Registry {
     r
 }
 
+/// One registration of group b's master: a chunk of its round at data version `version`.
+fn chunk(topics: &[(&'static str, i32)], version: i64, at: i64) -> Reg {
+    reg("b", 0, MASTER, topics).version(version).at(at)
+}
+
 impl Registry {
     /// As a start from the snapshot leaves it: no registration remembered, topics provisional.
     fn with_routes_restored(mut self) -> Registry {
@@ -1450,11 +1455,10 @@ fn restored_topics_a_lone_registration_leaves_out_go_once_its_round_is_quiet() {
 fn a_split_round_ends_at_its_short_last_chunk_and_keeps_what_any_chunk_listed() {
     let mut r = restored();
     let policy = RegisterPolicy::default();
-    let chunk = |topics: &[(&'static str, i32)], at| reg("b", 0, MASTER, topics).version(2).at(at);
-    apply(&mut r, &chunk(&[("t1", 4), ("t5", 4)], 1_000), policy);
-    apply(&mut r, &chunk(&[("t2", 4), ("t6", 4)], 1_100), policy);
+    apply(&mut r, &chunk(&[("t1", 4), ("t5", 4)], 2, 1_000), policy);
+    apply(&mut r, &chunk(&[("t2", 4), ("t6", 4)], 2, 1_100), policy);
     assert_eq!(r.provisional_topics("b"), 2, "t3 and t4 not listed yet");
-    apply(&mut r, &chunk(&[("t4", 4)], 1_200), policy);
+    apply(&mut r, &chunk(&[("t4", 4)], 2, 1_200), policy);
     assert!(!routed(&r, "t3"), "no chunk of the round listed it");
     for t in ["t1", "t2", "t4", "t5", "t6"] {
         assert!(routed(&r, t), "{t} was listed by a chunk");
@@ -1465,17 +1469,16 @@ fn a_split_round_ends_at_its_short_last_chunk_and_keeps_what_any_chunk_listed() 
 fn a_split_round_that_loses_its_last_chunk_removes_nothing_until_a_complete_one() {
     let mut r = restored();
     let policy = RegisterPolicy::default();
-    let chunk = |topics: &[(&'static str, i32)], at| reg("b", 0, MASTER, topics).version(2).at(at);
-    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 1_000), policy);
-    apply(&mut r, &chunk(&[("t5", 4), ("t6", 4)], 1_100), policy);
+    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 2, 1_000), policy);
+    apply(&mut r, &chunk(&[("t5", 4), ("t6", 4)], 2, 1_100), policy);
     r.end_quiet_rounds(60_000);
     assert!(
         routed(&r, "t3") && routed(&r, "t4"),
         "an incomplete round proves nothing"
     );
-    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 90_000), policy);
-    apply(&mut r, &chunk(&[("t3", 4), ("t5", 4)], 90_100), policy);
-    apply(&mut r, &chunk(&[], 90_200), policy);
+    apply(&mut r, &chunk(&[("t1", 4), ("t2", 4)], 2, 90_000), policy);
+    apply(&mut r, &chunk(&[("t3", 4), ("t5", 4)], 2, 90_100), policy);
+    apply(&mut r, &chunk(&[], 2, 90_200), policy);
     assert!(routed(&r, "t3"));
     assert!(!routed(&r, "t4"), "the complete round did not list it");
 }
@@ -1534,8 +1537,6 @@ fn pruning_a_split_broker_removes_only_what_no_chunk_of_its_round_listed() {
         ..Default::default()
     };
     let mut r = Registry::default();
-    let chunk =
-        |topics: &[(&'static str, i32)], v, at| reg("b", 0, MASTER, topics).version(v).at(at);
     apply(
         &mut r,
         &chunk(&[("a", 4), ("b", 4), ("c", 4), ("d", 4), ("e", 4)], 1, 0),
