@@ -892,3 +892,46 @@ async fn controller_nodes_that_share_a_secret_refuse_every_unproven_peer_request
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(leader_of(&cluster).await, leader, "the leader still leads");
 }
+
+/// A rolling restart stops the leader with SIGTERM: on its way out it closes the connections
+/// its brokers heartbeat on. That is the node leaving, not the brokers: the master keeps its
+/// role and its epoch, and no election is recorded, on the node's way out or after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_with_sigterm_fails_over_none_of_the_masters_whose_connections_it_closes()
+{
+    let mut cluster = ControllerCluster::start(MQNAMESRV, 3, FAST);
+    let first = cluster.leader(Duration::from_secs(20)).await.unwrap();
+    let mut master = joined(&cluster, "grp", "127.0.0.1:41071").await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41072").await;
+    master.heartbeat_timeout_ms = 10_000;
+    slave.heartbeat_timeout_ms = 10_000;
+    in_sync(&cluster, &mut master, &mut slave).await;
+    let before = master.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(before.master_id, Some(1));
+
+    // Both brokers heartbeat on connections of their own to every node, the leader included.
+    master.heartbeat(&cluster.controllers).await;
+    slave.heartbeat(&cluster.controllers).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = cluster.nodes[first].as_mut().unwrap().terminate();
+    assert!(status.success(), "{status:?}");
+    cluster.nodes[first] = None;
+
+    // Brokers go on heartbeating the nodes left, as they do each second, while the group settles.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+    while tokio::time::Instant::now() < deadline {
+        master.heartbeat(&cluster.controllers).await;
+        slave.heartbeat(&cluster.controllers).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let after = master
+        .replica_info(&cluster.controllers)
+        .await
+        .expect("the two nodes left answer");
+    assert_eq!(
+        after,
+        before,
+        "the group's master after its controller leader stopped; the stopped node said:\n{}",
+        cluster.controller_log(first)
+    );
+}

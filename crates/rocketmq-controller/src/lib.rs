@@ -73,6 +73,8 @@ pub async fn start(config: ControllerConfig) -> anyhow::Result<Running> {
 
 impl Running {
     pub async fn shutdown(self) {
+        // Before the server closes its connections: their closing is this node leaving.
+        self.controller.leave();
         self.stop.cancel();
         let _ = self.server.await;
         self.controller.shutdown().await;

@@ -133,8 +133,15 @@ impl Controller {
         Ok(controller)
     }
 
-    pub async fn shutdown(&self) {
+    /// The node is on its way out: from now on the connections it closes, and the silence of
+    /// brokers it no longer listens to, are its own going, not the brokers'. Without this a
+    /// leader stopped for a rolling restart fails over every master whose connection it closes.
+    pub fn leave(&self) {
         self.shutdown.cancel();
+    }
+
+    pub async fn shutdown(&self) {
+        self.leave();
         self.group.shutdown().await;
     }
 
@@ -330,6 +337,9 @@ impl Controller {
         if let Some(sessions) = &self.peer_sessions {
             sessions.closed(connection);
         }
+        if self.shutdown.is_cancelled() {
+            return;
+        }
         let gone = self
             .live_table()
             .on_connection_closed(connection, Instant::now());
@@ -452,7 +462,7 @@ impl Controller {
             id = key.broker_id,
             "broker inactive"
         );
-        if !self.is_leader() {
+        if !self.is_leader() || self.shutdown.is_cancelled() {
             return;
         }
         let is_master = self
