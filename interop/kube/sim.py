@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -430,13 +431,14 @@ class Sim:
         if pod.kind == "broker":
             return self.broker_argv(pod)
         places = self._volumes(pod)
-        # Longest container path first, so that /a/b is rewritten before /a.
+        # Longest container path first, so that /a/b is rewritten before /a; in one pass, so that
+        # a place under a host path a container also mounts (/var/tmp/... and /tmp) is not
+        # rewritten again.
         order = sorted(places, key=len, reverse=True)
+        mounted = re.compile("|".join(re.escape(path) for path in order)) if order else None
 
         def rewrite(text):
-            for path in order:
-                text = text.replace(path, places[path])
-            return text
+            return mounted.sub(lambda m: places[m.group(0)], text) if mounted else text
 
         for path, (cm, items) in self._configmap_mounts().items():
             os.makedirs(places[path], exist_ok=True)
