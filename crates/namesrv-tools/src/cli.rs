@@ -43,6 +43,9 @@ pub enum Command {
     /// A NameServer that agrees starts with no routes while its peers hold a fleet: time until
     /// it says it is ready, and whether its table is then complete
     Refill(RefillArgs),
+    /// A large table (a million topics): the first topic lists, the status page and metrics,
+    /// route lookups, the route snapshot's lag behind a change, memory
+    Large(LargeArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
     Canned(CannedArgs),
     /// Write BENCHMARKS.md from a results directory produced by scripts/bench
@@ -132,6 +135,31 @@ pub struct RouteArgs {
     /// Fail unless every run answered requests and nothing failed
     #[arg(long)]
     pub require_clean: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LargeArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Seconds between the last registration and the first topic list asked for
+    #[arg(long, default_value_t = 2.0)]
+    pub settle_secs: f64,
+    /// Times each topic list and page is asked for (the first is reported on its own)
+    #[arg(long, default_value_t = 5)]
+    pub list_runs: usize,
+    /// The server's HTTP address, to time its status page and metrics
+    #[arg(long)]
+    pub http: Option<String>,
+    /// The server's route snapshot file, to time how long a change takes to reach it
+    #[arg(long)]
+    pub snapshot: Option<PathBuf>,
+    /// Changes timed into the snapshot, one after the other
+    #[arg(long, default_value_t = 3)]
+    pub snapshot_changes: usize,
 }
 
 #[derive(Args, Debug)]

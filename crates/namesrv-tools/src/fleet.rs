@@ -532,6 +532,31 @@ impl Fleet {
         bg
     }
 
+    /// The first master creates a topic and registers its table again: a change every route
+    /// table the server keeps (its snapshot, its topic lists) must show. The topic's name.
+    pub async fn create_topic(&self) -> anyhow::Result<String> {
+        let m = self
+            .members
+            .iter()
+            .find(|m| m.id == 0)
+            .context("the fleet has no master")?;
+        let policy = ChangePolicy {
+            create_delete_share: 1.0,
+        };
+        // A change either creates a topic or deletes one created before: change until one was
+        // created.
+        let created = |m: &Member| m.own.lock().unwrap().as_ref().map_or(0, |o| o.created);
+        loop {
+            let before = created(m);
+            let body = self.change(m, policy);
+            m.register(&body, self.form).await?;
+            let now = created(m);
+            if now > before {
+                return Ok(format!("BenchNew-{:03}-{:06}", m.broker, now - 1));
+            }
+        }
+    }
+
     /// What background tasks need of the fleet, shared.
     fn shared(&self) -> Arc<Fleet> {
         Arc::new(Fleet {

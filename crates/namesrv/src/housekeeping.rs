@@ -44,7 +44,41 @@ pub fn spawn(
             _ = scanner_shutdown.cancelled() => {}
         }
     });
+    tokio::spawn(keep_topic_lists_ready(state.clone(), shutdown.clone()));
     tokio::spawn(unregister_worker(state, queue, shutdown));
+}
+
+/// How often the topic lists' keeper looks whether they are older than the table.
+const LISTS_TICK: Duration = Duration::from_millis(200);
+/// Changes still coming this long after the lists fell behind are not waited out any longer.
+const LISTS_MAX_WAIT: Duration = Duration::from_secs(2);
+
+/// Rebuilds the topic lists and counts once changes pause (a tick without one), or every
+/// [`LISTS_MAX_WAIT`] while they go on, so that a console's next ask, or the status page's next
+/// render, finds them ready instead of waiting for the build (most of a second at a million
+/// topics).
+async fn keep_topic_lists_ready(state: Arc<State>, shutdown: CancellationToken) {
+    let mut seen = state.routes.lists_generation();
+    let mut behind_since: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(LISTS_TICK) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        let generation = state.routes.lists_generation();
+        let quiet = generation == seen;
+        seen = generation;
+        if !state.routes.topic_lists_stale() {
+            behind_since = None;
+            continue;
+        }
+        let since = *behind_since.get_or_insert_with(tokio::time::Instant::now);
+        if quiet || since.elapsed() >= LISTS_MAX_WAIT {
+            let state = state.clone();
+            let _ = tokio::task::spawn_blocking(move || state.routes.refresh_topic_lists()).await;
+            behind_since = None;
+        }
+    }
 }
 
 /// Expires every broker whose deadline passed: its connection is closed and it is removed.

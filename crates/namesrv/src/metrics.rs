@@ -72,6 +72,8 @@ pub struct Metrics {
     brokers_alive: Family<ClusterLabel, Gauge>,
     topics: Gauge,
     snapshot_age: Gauge,
+    /// How long the last route snapshot took to save, capture to fsync.
+    snapshot_save_seconds: Gauge<f64, AtomicU64>,
     ready: Gauge,
     snapshot_saved_ms: AtomicI64,
     /// Requests of the sampling interval under way, by duration.
@@ -175,6 +177,7 @@ impl Default for Metrics {
             brokers_alive: Family::default(),
             topics: Gauge::default(),
             snapshot_age: Gauge::default(),
+            snapshot_save_seconds: Gauge::default(),
             ready: Gauge::default(),
             snapshot_saved_ms: AtomicI64::new(0),
             window: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -237,6 +240,11 @@ impl Default for Metrics {
             "route_snapshot_age_seconds",
             "Seconds since the route snapshot was last written (-1: never)",
             m.snapshot_age.clone(),
+        );
+        registry.register(
+            "route_snapshot_save_seconds",
+            "How long the last route snapshot took to write, from reading the table to fsync",
+            m.snapshot_save_seconds.clone(),
         );
         registry.register(
             "ready",
@@ -360,8 +368,9 @@ impl Metrics {
         self.kv_writes.inc();
     }
 
-    pub fn snapshot_saved(&self) {
+    pub fn snapshot_saved(&self, took: Duration) {
         self.snapshot_saved_ms.store(now_ms(), Ordering::Relaxed);
+        self.snapshot_save_seconds.set(took.as_secs_f64());
     }
 
     /// Renders the exposition text, after setting the gauges read from the registry.

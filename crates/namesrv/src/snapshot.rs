@@ -30,8 +30,13 @@ const MAX_WAIT: Duration = Duration::from_secs(10);
 const REFRESH: Duration = Duration::from_secs(30);
 /// Encoding a large registry takes a core for tens of milliseconds, which route lookups and
 /// registrations would otherwise have: it is saved at most once per this many times its last
-/// save took (a busy cluster of 10k distinct routes about every 3 s instead of every second).
+/// save took (a busy cluster of 10k distinct routes about every 3 s instead of every second)...
 const MAX_DUTY: u32 = 50;
+/// ...unless that would leave a change unsaved for longer than this: at a million topics a
+/// save takes a second or more, and fifty of them would leave a restart minutes behind.
+const MAX_BEHIND: Duration = Duration::from_secs(10);
+/// Kept short of [`MAX_BEHIND`] for a save slower than the last one.
+const BEHIND_MARGIN: Duration = Duration::from_secs(1);
 /// Restored brokers have no connection yet; this id never names a real one.
 const NO_CONNECTION: u64 = 0;
 
@@ -324,7 +329,7 @@ fn save(state: &State, path: &Path) -> Duration {
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");
     } else {
-        state.metrics.snapshot_saved();
+        state.metrics.snapshot_saved(started.elapsed());
     }
     drop(bytes);
     started.elapsed()
@@ -343,6 +348,8 @@ pub fn spawn_writer(
         let mut saved_at = tokio::time::Instant::now();
         let mut changed_at = saved_at;
         let mut last_took = Duration::ZERO;
+        // When the oldest change not in the file was first seen.
+        let mut unsaved_since: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(TICK) => {}
@@ -352,6 +359,7 @@ pub fn spawn_writer(
             if generation != seen_generation {
                 seen_generation = generation;
                 changed_at = tokio::time::Instant::now();
+                unsaved_since.get_or_insert(changed_at);
             }
             let since = saved_at.elapsed();
             // Saved once changes pause, not in the middle of a burst of registrations: while
@@ -360,9 +368,13 @@ pub fn spawn_writer(
             let settled = changed_at.elapsed() >= QUIET || since >= MAX_WAIT;
             let due = (generation != saved_generation && since >= DEBOUNCE && settled)
                 || since >= REFRESH;
-            if due && since >= last_took * MAX_DUTY {
+            // A change is seen up to a tick late, and is in the file once the save ends.
+            let overdue = unsaved_since
+                .is_some_and(|at| at.elapsed() + TICK + last_took + BEHIND_MARGIN >= MAX_BEHIND);
+            if (due && since >= last_took * MAX_DUTY) || overdue {
                 saved_generation = generation;
                 saved_at = tokio::time::Instant::now();
+                unsaved_since = None;
                 let (state, path) = (state.clone(), path.clone());
                 if let Ok(took) = tokio::task::spawn_blocking(move || save(&state, &path)).await {
                     last_took = took;

@@ -248,6 +248,12 @@ async fn topic_lists_and_topic_changes() {
         !body_text(&both).contains("\"a\""),
         "only c1's queue data is gone"
     );
+    // The lists follow a topic leaving one cluster's brokers at once, though it stays listed.
+    assert_eq!(topics(&call(&client, by_cluster("c1")).await), ["A1"]);
+    assert_eq!(
+        topics(&call(&client, by_cluster("c2")).await),
+        ["B1", "Both"]
+    );
     call(&client, delete("Both", None)).await;
     assert_eq!(
         call(&client, route_request("Both", 479)).await.code,

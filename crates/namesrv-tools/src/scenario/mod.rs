@@ -3,6 +3,7 @@
 pub mod agreement;
 pub mod kv_stream;
 pub mod kv_writes;
+pub mod large;
 pub mod mixed;
 pub mod refill;
 pub mod register;

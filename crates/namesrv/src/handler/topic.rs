@@ -44,8 +44,7 @@ pub fn all(state: &State, r: &RemotingCommand) -> HandlerResult {
 pub fn by_cluster(state: &State, r: &RemotingCommand) -> HandlerResult {
     gate(state.config.settings().server.enable_topic_list)?;
     let cluster = GetTopicsByClusterHeader::from_command(r)?.cluster;
-    let topics = state.routes.read(|reg| reg.topics_of_cluster(cluster));
-    list_reply(r, topics, None)
+    Ok(success(r).with_body(state.routes.cluster_topics_body(cluster)))
 }
 
 pub fn system(state: &State, r: &RemotingCommand) -> HandlerResult {

@@ -23,7 +23,6 @@ use rocketmq_http::page::{
 use super::{host_of, is_dns_name, Http};
 use crate::events::version_name;
 use crate::metrics::{Sample, SAMPLES_KEPT, SAMPLE_EVERY};
-use crate::registry::PERM_WRITE;
 use crate::state::State;
 use rocketmq_wire::clock::now_ms;
 
@@ -113,18 +112,10 @@ impl PageCache {
 }
 
 fn summarise(state: &State) -> Summary {
+    // Per broker name, topics served and how many of them writably: counted when the table
+    // changes, off the registry's lock, not for each render (a second at a million topics).
+    let lists = state.routes.topic_lists();
     state.routes.read(|r| {
-        // Per broker name: topics served, and how many of them writably.
-        let mut per_name: foldhash::HashMap<&str, (usize, usize)> = Default::default();
-        for (_, queues) in r.topic_queues() {
-            for (name, q) in queues.iter() {
-                let counts = per_name.entry(name).or_default();
-                counts.0 += 1;
-                if q.perm & PERM_WRITE != 0 {
-                    counts.1 += 1;
-                }
-            }
-        }
         let mut clusters: Vec<_> = r.clusters().collect();
         clusters.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut rows = Vec::new();
@@ -136,7 +127,8 @@ fn summarise(state: &State) -> Summary {
                 let Some(bd) = r.group(name) else {
                     continue;
                 };
-                let (topics, writable) = per_name.get(name.as_str()).copied().unwrap_or((0, 0));
+                let served = lists.served_by(name);
+                let (topics, writable) = (served.topics, served.writable);
                 let flags = Flags {
                     masterless: !bd.broker_addrs.contains_key(&0),
                     read_only: topics > 0 && writable == 0,

@@ -20,6 +20,7 @@
 //! - `notes`: what the route journal is told of each mutation;
 //! - `topic_changes`: the recorded topic mutations and the admin requests that change topics;
 //! - `routes`: a topic's route assembled from the tables;
+//! - `lists`: the topic lists consoles poll, kept ready;
 //! - `queues`: one topic's queue data, held compactly;
 //! - `topic_table`: the topic table in copy-on-write shards;
 //! - `tests`: the registry's rules case by case, and property tests of the route cache;
@@ -28,6 +29,7 @@
 mod departures;
 #[cfg(test)]
 mod interleavings;
+mod lists;
 mod notes;
 mod queues;
 mod registration;
@@ -46,11 +48,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use dashmap::DashMap;
 use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
-use rocketmq_wire::body::{TopicList, TopicRouteData};
+use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::json::JsonStyle;
 
 use crate::events::EventLog;
 use crate::journal::Journal;
+use lists::{Captured, TopicLists};
+pub use lists::{Lists, Served};
 
 pub use departures::{Expired, Expiry, Unregistered, Unregistration, Why, UNFENCED};
 pub use queues::{Queues, TopicQueues};
@@ -148,14 +152,16 @@ pub struct RouteTable {
     /// this is the value it was built at.
     shared: AtomicU64,
     cluster_info_generation: AtomicU64,
-    topic_list_generation: AtomicU64,
+    /// Moves on with changes a topic list may show: topics added or removed, a topic's brokers
+    /// changed, brokers moved between clusters.
+    lists_generation: AtomicU64,
     standard: BodyCache,
     fastjson: BodyCache,
     /// The distinct bodies built recently, so that topics with the same route share one copy.
     distinct: Mutex<HashSet<Bytes>>,
-    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body: consoles poll it, and at 100k+ topics
-    /// building it (copy, sort, encode) costs tens of milliseconds.
-    all_topics: Built,
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's and GET_TOPICS_BY_CLUSTER's bodies: consoles poll
+    /// them, and at a million topics building them costs most of a second.
+    lists: TopicLists,
     /// GET_BROKER_CLUSTER_INFO's body: every broker polls it.
     cluster_info: Built,
     /// Where the registry's events go, in the order its mutations were applied.
@@ -267,8 +273,12 @@ impl RouteTable {
         if changes.cluster_info {
             self.cluster_info_generation.fetch_add(1, Ordering::AcqRel);
         }
-        if changes.topic_list {
-            self.topic_list_generation.fetch_add(1, Ordering::AcqRel);
+        if changes.topic_list
+            || changes.cluster_info
+            || changes.all_topics
+            || !changes.topics.is_empty()
+        {
+            self.lists_generation.fetch_add(1, Ordering::AcqRel);
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
@@ -463,20 +473,45 @@ impl RouteTable {
         }
     }
 
-    /// The encoded list of every topic, sorted; rebuilt only after the list changed.
+    /// The encoded list of every topic, sorted.
     pub fn all_topics_body(&self) -> Bytes {
-        let generation = self.topic_list_generation.load(Ordering::Acquire);
-        self.all_topics.get(generation, || {
-            // Read from a copy-on-write view so that registrations are not held up by the
-            // copy, the sort and the encoding.
-            let view = self.read(Registry::topic_snapshot);
-            let mut topics: Vec<String> = view.iter().map(|(t, _)| t.to_string()).collect();
-            topics.sort_unstable();
-            let list = TopicList {
-                topic_list: topics,
-                broker_addr: None,
-            };
-            Bytes::from(list.encode())
+        self.topic_lists().all()
+    }
+
+    /// The encoded list of the topics a broker of `cluster` serves, sorted.
+    pub fn cluster_topics_body(&self, cluster: &str) -> Bytes {
+        self.topic_lists().of_cluster(cluster)
+    }
+
+    /// Moves on with every change a topic list may show.
+    pub fn lists_generation(&self) -> u64 {
+        self.lists_generation.load(Ordering::Acquire)
+    }
+
+    /// Whether the topic lists are older than the table (or were never built).
+    pub fn topic_lists_stale(&self) -> bool {
+        self.lists.newest_generation() != Some(self.lists_generation())
+    }
+
+    /// Builds the topic lists now if they are older than the table: what the keeper calls once
+    /// changes pause, so that the next ask finds them ready.
+    pub fn refresh_topic_lists(&self) {
+        self.topic_lists();
+    }
+
+    /// What is made from the whole topic table, at least as new as the table.
+    pub fn topic_lists(&self) -> Arc<Lists> {
+        let current = self.lists_generation.load(Ordering::Acquire);
+        self.lists.at_least(current, || {
+            // Read under the lock the generation moves under: the view and its number agree.
+            self.read(|reg| Captured {
+                generation: self.lists_generation.load(Ordering::Acquire),
+                topics: reg.topic_snapshot(),
+                clusters: reg
+                    .clusters()
+                    .map(|(c, names)| (c.to_string(), names.clone()))
+                    .collect(),
+            })
         })
     }
 

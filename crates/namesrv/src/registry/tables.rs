@@ -265,20 +265,6 @@ impl Registry {
         }
     }
 
-    pub fn topics_of_cluster(&self, cluster: &str) -> Vec<String> {
-        let Some(names) = self.clusters.get(cluster) else {
-            return Vec::new();
-        };
-        let mut out: Vec<String> = self
-            .topics
-            .iter()
-            .filter(|(_, queues)| names.iter().any(|n| queues.contains(n)))
-            .map(|(t, _)| t.to_string())
-            .collect();
-        out.sort();
-        out
-    }
-
     /// Topics whose first queue data's sys flag satisfies `pred`.
     pub fn topics_by_sys_flag(&self, pred: impl Fn(i32) -> bool) -> Vec<String> {
         let mut out: Vec<String> = self
