@@ -46,6 +46,9 @@ pub enum Command {
     /// A large table (a million topics): the first topic lists, the status page and metrics,
     /// route lookups, the route snapshot's lag behind a change, memory
     Large(LargeArgs),
+    /// Every broker of a fleet registering with a NameServer with no routes in the same second:
+    /// time until every route is complete, route p99 during the storm against idle
+    Storm(StormArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
     Canned(CannedArgs),
     /// Write BENCHMARKS.md from a results directory produced by scripts/bench
@@ -135,6 +138,19 @@ pub struct RouteArgs {
     /// Fail unless every run answered requests and nothing failed
     #[arg(long)]
     pub require_clean: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StormArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Seconds the route lookups run from the start of the storm, and again once it is over
+    #[arg(long, default_value_t = 5.0)]
+    pub window_secs: f64,
 }
 
 #[derive(Args, Debug)]

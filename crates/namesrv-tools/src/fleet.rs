@@ -114,6 +114,27 @@ impl Layout {
             .collect()
     }
 
+    /// About `n` topics spread over the groups, each with the number of brokers its route
+    /// lists once every broker has registered.
+    pub fn sample_routes(&self, n: usize) -> Vec<(String, usize)> {
+        if self.distinct {
+            // Each topic's own subset: only its presence is known without the layout's draw.
+            return Vec::new();
+        }
+        let groups = self.groups();
+        let per_group = n.div_ceil(groups).clamp(1, self.topics_per_broker.max(1));
+        let step = (self.topics_per_broker / per_group).max(1);
+        (0..groups)
+            .flat_map(|g| {
+                let brokers = self.group_size.min(self.brokers - g * self.group_size);
+                (0..self.topics_per_broker)
+                    .step_by(step)
+                    .take(per_group)
+                    .map(move |i| (Layout::topic(g, i), brokers))
+            })
+            .collect()
+    }
+
     fn distinct_topic(i: usize) -> String {
         format!("BenchOwnRoute-{i:06}")
     }

@@ -746,6 +746,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "{}", journal.trim())?;
     }
 
+    // A million topics and a restart storm are measured by scripts/bench-large (ours, Java, the
+    // canned ceiling), likewise; its text carries its commands.
+    if let Ok(large) = std::fs::read_to_string(args.results.join("large.md")) {
+        writeln!(w, "\n## Big clusters\n")?;
+        writeln!(w, "{}", large.trim())?;
+    }
+
     writeln!(w, "\n## Failures in full\n")?;
     let mut any = false;
     let mut figures: Vec<&str> = Vec::new();

@@ -39,6 +39,8 @@ pub struct RouteRun {
     pub bytes_received: u64,
     pub mean_answer_bytes: f64,
     pub latency: LatencySummary,
+    /// Of the failures, answers that the topic has no route (TOPIC_NOT_EXIST).
+    pub not_found: u64,
     pub failures: Failures,
 }
 
@@ -48,6 +50,7 @@ struct ConnTally {
     requests: u64,
     bytes_sent: u64,
     bytes_received: u64,
+    not_found: u64,
     failures: Failures,
 }
 
@@ -76,6 +79,7 @@ impl RouteLoad {
             total.requests += tally.requests;
             total.bytes_sent += tally.bytes_sent;
             total.bytes_received += tally.bytes_received;
+            total.not_found += tally.not_found;
             total.failures.merge(&tally.failures);
         }
         let seconds = started.elapsed().as_secs_f64();
@@ -87,6 +91,7 @@ impl RouteLoad {
             bytes_received: total.bytes_received,
             mean_answer_bytes: total.bytes_received as f64 / total.requests.max(1) as f64,
             latency: total.latency.summary(),
+            not_found: total.not_found,
             failures: total.failures,
         }
     }
@@ -157,6 +162,9 @@ async fn drive(
             }
             tally.requests += 1;
             tally.latency.record(now - sent_at[slot]);
+            if answer.code == response::TOPIC_NOT_EXIST {
+                tally.not_found += 1;
+            }
             if answer.code != response::SUCCESS {
                 tally.failures.add(
                     1,

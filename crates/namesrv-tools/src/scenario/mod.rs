@@ -11,6 +11,7 @@ pub mod restarts;
 pub mod rounds;
 pub mod route;
 pub mod startup;
+pub mod storm;
 
 use std::sync::Arc;
 use std::time::Duration;
