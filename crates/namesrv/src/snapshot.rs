@@ -335,6 +335,31 @@ fn save(state: &State, path: &Path) -> Duration {
     started.elapsed()
 }
 
+/// Where the writer stands when it looks: what decides whether it saves now.
+struct SaveTiming {
+    since_save: Duration,
+    since_change: Duration,
+    /// How long ago the oldest change not in the file was seen, if there is one.
+    oldest_unsaved: Option<Duration>,
+    last_took: Duration,
+}
+
+impl SaveTiming {
+    fn due(&self, changed: bool) -> bool {
+        let since = self.since_save;
+        // Saved once changes pause, not in the middle of a burst of registrations: while the
+        // snapshot reads its view of the topic table, every topic a registration changes is
+        // copied, and a burst changes them all.
+        let settled = self.since_change >= QUIET || since >= MAX_WAIT;
+        let wanted = (changed && since >= DEBOUNCE && settled) || since >= REFRESH;
+        // A change is seen up to a tick late, and is in the file once the save ends.
+        let overdue = self
+            .oldest_unsaved
+            .is_some_and(|seen| seen + TICK + self.last_took + BEHIND_MARGIN >= MAX_BEHIND);
+        (wanted && since >= self.last_took * MAX_DUTY) || overdue
+    }
+}
+
 /// Writes the snapshot after changes (once they pause) and periodically, and once more at
 /// shutdown.
 pub fn spawn_writer(
@@ -361,17 +386,13 @@ pub fn spawn_writer(
                 changed_at = tokio::time::Instant::now();
                 unsaved_since.get_or_insert(changed_at);
             }
-            let since = saved_at.elapsed();
-            // Saved once changes pause, not in the middle of a burst of registrations: while
-            // the snapshot reads its view of the topic table, every topic a registration
-            // changes is copied, and a burst changes them all.
-            let settled = changed_at.elapsed() >= QUIET || since >= MAX_WAIT;
-            let due = (generation != saved_generation && since >= DEBOUNCE && settled)
-                || since >= REFRESH;
-            // A change is seen up to a tick late, and is in the file once the save ends.
-            let overdue = unsaved_since
-                .is_some_and(|at| at.elapsed() + TICK + last_took + BEHIND_MARGIN >= MAX_BEHIND);
-            if (due && since >= last_took * MAX_DUTY) || overdue {
+            let timing = SaveTiming {
+                since_save: saved_at.elapsed(),
+                since_change: changed_at.elapsed(),
+                oldest_unsaved: unsaved_since.map(|at| at.elapsed()),
+                last_took,
+            };
+            if timing.due(generation != saved_generation) {
                 saved_generation = generation;
                 saved_at = tokio::time::Instant::now();
                 unsaved_since = None;
@@ -388,6 +409,29 @@ pub fn spawn_writer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn timing(since_save: u64, oldest_unsaved: Option<u64>, last_took: u64) -> SaveTiming {
+        SaveTiming {
+            since_save: Duration::from_millis(since_save),
+            since_change: Duration::from_secs(1),
+            oldest_unsaved: oldest_unsaved.map(Duration::from_millis),
+            last_took: Duration::from_millis(last_took),
+        }
+    }
+
+    #[test]
+    fn a_slow_save_spaces_the_next_ones_out_but_never_leaves_a_change_unsaved_past_ten_seconds() {
+        // A 20 ms save: the next change is saved once it settles.
+        assert!(timing(1_500, Some(1_000), 20).due(true));
+        // A 600 ms save (a million topics) would space saves 30 s apart...
+        assert!(!timing(2_000, Some(1_000), 600).due(true));
+        assert!(!timing(8_000, Some(8_000), 600).due(true));
+        // ...but a change seen 8.2 s ago is saved now, to be in the file within 10 s.
+        assert!(timing(8_200, Some(8_200), 600).due(true));
+        // Nothing changed: only the periodic save, spaced out as well.
+        assert!(!timing(29_000, None, 600).due(false));
+        assert!(timing(30_000, None, 600).due(false));
+    }
 
     fn qd(broker: &str, queues: i32) -> QueueData {
         QueueData {
