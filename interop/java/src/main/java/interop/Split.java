@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeMap;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.TopicConfig;
@@ -23,12 +24,14 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * both must route every topic of the broker alike (brokers, addresses, queues, permissions), and as the step means:
  * topics created on the broker only; one topic's queues changed; one topic deleted on the broker only; the broker's
  * write permission wiped on both NameServers, kept wiped through its next registrations, and given back by
- * addWritePerm. Then, once scripts/interop restarted both NameServers (kill -9, the same ports), the "restarted"
- * step: both route every topic alike again, the one deleted on the broker only absent from both (the Java
+ * addWritePerm; then deleteTopicWithBrokerRegistration on both, where ours keeps every topic some chunk lists and
+ * Java only the last chunk's. Then, once scripts/interop restarted both NameServers (kill -9, the same ports), the
+ * "restarted" step: both route every topic alike again, those deleted on the broker only absent from both (the Java
  * NameServer rebuilds its table from the broker's registrations; ours serves its route snapshot at once, with
  * snapshot=true, and drops what the broker's first complete round of chunks no longer lists).
  *
  * Usage: Split run|restarted ours=ADDR java=ADDR broker=NAME brokerAddr=ADDR topics=N periodMs=MS [snapshot=true]
+ * [oursIsJava=true]
  */
 public final class Split {
     private static final int TOPIC_NOT_EXIST = 17;
@@ -42,8 +45,11 @@ public final class Split {
     private final String brokerAddr;
     private final List<String> topics = new ArrayList<>();
     private final long periodMs;
+    /** The control run: the NameServer under test is the Java one as well. */
+    private final boolean oursIsJava;
 
     private Split(Map<String, String> args) throws MQClientException {
+        this.oursIsJava = Boolean.parseBoolean(args.getOrDefault("oursIsJava", "false"));
         this.oursAddr = args.get("ours");
         this.javaAddr = args.get("java");
         this.broker = args.get("broker");
@@ -125,11 +131,74 @@ public final class Split {
         check(addedOurs == addedJava, "addWritePerm touched %d topics on ours and %d on Java", addedOurs, addedJava);
         alike("after addWritePerm", periodMs, (t, r) -> !r.contains("perm=6") ? "write permission not given back" : null);
         log("both give the write permission back with addWritePerm");
+
+        // 5. deleteTopicWithBrokerRegistration on both (docs/protocol.md §10 item 17), and one more topic deleted on
+        //    the broker only. Each chunk lists only its own topics: ours removes a topic only when no chunk of the
+        //    broker's round lists it (the two deleted on the broker), where Java prunes at every chunk what that
+        //    chunk does not list, so that only the last chunk's topics stay routed. The setting is turned off
+        //    again on both before the restart, which the Java NameServer recovers from by rebuilding its table.
+        String gone = topics.get(3);
+        setDeleteWithRegistration(true);
+        ours.deleteTopicInBroker(Collections.singleton(brokerAddr), gone);
+        log("deleteTopicWithBrokerRegistration=true on both; %s deleted on the broker only", gone);
+        List<String> unlisted = List.of(deleted, gone);
+        long deadline = System.currentTimeMillis() + 4 * periodMs;
+        int routedOurs;
+        int routedJava;
+        while (true) {
+            routedOurs = routed(ours, unlisted);
+            routedJava = routed(java, unlisted);
+            boolean settled = oursIsJava ? routedOurs < topics.size() - unlisted.size() && unlistedGone(ours, unlisted)
+                : routedOurs == topics.size() - unlisted.size() && unlistedGone(ours, unlisted);
+            if (settled && routedJava < topics.size() - unlisted.size() || System.currentTimeMillis() > deadline) {
+                break;
+            }
+            Thread.sleep(1000);
+        }
+        log("with deleteTopicWithBrokerRegistration, of the %d topics the broker lists: ours routes %d, Java %d",
+            topics.size() - unlisted.size(), routedOurs, routedJava);
+        check(unlistedGone(ours, unlisted), "ours still routes a topic no chunk lists: %s", unlisted);
+        if (oursIsJava) {
+            check(routedOurs < topics.size() - unlisted.size(), "the Java NameServer kept every chunk's topics (%d)", routedOurs);
+        } else {
+            check(routedOurs == topics.size() - unlisted.size(), "ours routes %d of the %d topics the broker's chunks list",
+                routedOurs, topics.size() - unlisted.size());
+        }
+        check(routedJava < topics.size() - unlisted.size(),
+            "the Java NameServer kept every chunk's topics (%d): the difference this step documents is gone", routedJava);
+        setDeleteWithRegistration(false);
     }
 
-    /** After both NameServers restarted: the topic deleted on the broker only (step 3) is gone from both. */
+    private void setDeleteWithRegistration(boolean on) throws Exception {
+        Properties p = new Properties();
+        p.setProperty("deleteTopicWithBrokerRegistration", Boolean.toString(on));
+        ours.updateNameServerConfig(p, List.of(oursAddr));
+        java.updateNameServerConfig(p, List.of(javaAddr));
+    }
+
+    /** How many of the broker's topics but `unlisted` the NameServer routes. */
+    private int routed(DefaultMQAdminExt admin, List<String> unlisted) throws Exception {
+        int n = 0;
+        for (String t : topics) {
+            if (!unlisted.contains(t) && !route(admin, t).startsWith("absent")) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private boolean unlistedGone(DefaultMQAdminExt admin, List<String> unlisted) throws Exception {
+        for (String t : unlisted) {
+            if (!route(admin, t).startsWith("absent")) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** After both NameServers restarted: the topics deleted on the broker only (steps 3 and 5) are gone from both. */
     private void restarted(boolean snapshot) throws Exception {
-        String deleted = topics.get(1);
+        List<String> deleted = List.of(topics.get(1), topics.get(3));
         String kept = topics.get(2);
         if (snapshot) {
             String atOnce = route(ours, kept);
@@ -137,12 +206,12 @@ public final class Split {
             log("ours routes %s at once after its restart (route snapshot): %s", kept, atOnce);
         }
         alike("after both NameServers restarted", 4 * periodMs, (t, r) -> {
-            if (t.equals(deleted)) {
+            if (deleted.contains(t)) {
                 return r.startsWith("absent") ? null : "still routed, though deleted on the broker before the restart";
             }
             return r.startsWith("absent") ? "not routed" : null;
         });
-        log("both route the other %d topics alike after the restart, and %s on neither", topics.size() - 1, deleted);
+        log("both route the other %d topics alike after the restart, and %s on neither", topics.size() - deleted.size(), deleted);
     }
 
     /** What a rule finds wrong with one topic's route (null: nothing). */
