@@ -705,8 +705,10 @@ def teardown(sim):
 
 def step_diff(sim, label, require_agreement):
     t0 = time.monotonic()
-    # A registration landing on one member while the diff reads the others shows for a moment.
-    deadline = t0 + (5 if require_agreement else 0)
+    # A registration landing on one member while the diff reads the others shows for a moment, and a
+    # lookup of a member's name can go unanswered once while dnsmasq reloads the names of a pod just
+    # recreated (the resolver then waits its 5 s): the check asks again until 15 s have passed.
+    deadline = t0 + (15 if require_agreement else 0)
     first = True
     while True:
         code, out = sim.nsadmin_diff()

@@ -313,6 +313,11 @@ pub async fn run(
     });
 
     shutdown.await;
+    // A controller leader hands its office on first: the group has a leader that has heard the
+    // brokers while this one answers GO_AWAY.
+    if let Some(controller) = &controller {
+        controller.prepare_to_leave().await;
+    }
     let (graceful, wait) = {
         let s = state.config.settings();
         (

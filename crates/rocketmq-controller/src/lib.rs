@@ -71,7 +71,17 @@ pub async fn start(config: ControllerConfig) -> anyhow::Result<Running> {
     })
 }
 
+/// The longest a leaving leader spends handing its office on before it stops anyway.
+const HAND_OVER_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Running {
+    /// The first step of leaving: a leader hands its office to another member
+    /// (`Controller::hand_over_before_leaving`), within a bound.
+    pub async fn prepare_to_leave(&self) {
+        let _ =
+            tokio::time::timeout(HAND_OVER_BOUND, self.controller.hand_over_before_leaving()).await;
+    }
+
     pub async fn shutdown(self) {
         // Before the server closes its connections: their closing is this node leaving.
         self.controller.leave();

@@ -124,6 +124,7 @@ fn main() -> ExitCode {
         };
         tokio::select! {
             _ = stop_signal => {
+                running.prepare_to_leave().await;
                 stop.await;
                 running.shutdown().await;
                 ExitCode::SUCCESS

@@ -489,6 +489,36 @@ impl Controller {
         Ok(self.members_body())
     }
 
+    /// Before this node leaves (SIGTERM, as a rolling restart sends): if it leads, it hands the
+    /// leadership to a voter that is caught up and answers, so that a node that has been hearing
+    /// the brokers all along leads on. A leader that just stopped is replaced by an election
+    /// seconds later; restarted at once, it may lead again from its stored vote having heard no
+    /// broker yet, while the brokers' JVMs still send to its old address for as long as they
+    /// cache its name (30 s), and fail over a master that is alive.
+    pub async fn hand_over_before_leaving(&self) {
+        if !self.is_leader() {
+            return;
+        }
+        let Ok(members) = self.settled_membership() else {
+            return;
+        };
+        let self_id = self.config.read().self_node_id();
+        let healthy = self.healthy_voters(&members).await;
+        let Some(&successor) = healthy.iter().find(|id| **id != self_id) else {
+            tracing::warn!("leaving while leading, and no other voter is caught up to lead on");
+            return;
+        };
+        let name = self.name(successor);
+        match self.transfer_leader(&name).await {
+            Ok(_) => tracing::info!(successor = %name, "handed the leadership over before leaving"),
+            Err(e) => tracing::warn!(
+                successor = %name,
+                error = %e,
+                "could not hand the leadership over before leaving"
+            ),
+        }
+    }
+
     async fn hand_over(
         &self,
         id: u64,
