@@ -705,10 +705,12 @@ def teardown(sim):
 
 def step_diff(sim, label, require_agreement):
     t0 = time.monotonic()
-    # A registration landing on one member while the diff reads the others shows for a moment, and a
-    # lookup of a member's name can go unanswered once while dnsmasq reloads the names of a pod just
-    # recreated (the resolver then waits its 5 s): the check asks again until 15 s have passed.
-    deadline = t0 + (15 if require_agreement else 0)
+    # A registration landing on one member while the diff reads the others shows for a moment, and
+    # right after a pod is recreated nsadmin's connection to another member can time out (seen twice
+    # in three runs, on the member not restarted, once for 10 s; not understood yet: a lookup left
+    # unanswered while dnsmasq reloads, or the member not accepting): the check asks again until 30 s
+    # have passed. What the first try said is logged either way.
+    deadline = t0 + (30 if require_agreement else 0)
     first = True
     while True:
         code, out = sim.nsadmin_diff()
