@@ -503,6 +503,10 @@ impl Controller {
             return;
         };
         let self_id = self.config.read().self_node_id();
+        // A group of one has nobody to hand over to, and nothing to warn of.
+        if members.voters.iter().all(|id| *id == self_id) {
+            return;
+        }
         let healthy = self.healthy_voters(&members).await;
         let Some(&successor) = healthy.iter().find(|id| **id != self_id) else {
             tracing::warn!("leaving while leading, and no other voter is caught up to lead on");
