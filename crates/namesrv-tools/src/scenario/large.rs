@@ -7,7 +7,6 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::{StreamExt, TryStreamExt};
-use rocketmq_wire::body::TopicList;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
@@ -16,13 +15,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{measure, route_load, rss_kib};
+use super::{measure, route_load, rss_kib, timed_topic_list, LIST_TIMEOUT};
 use crate::cli::LargeArgs;
 use crate::fleet::{expect_success, Fleet, CLUSTER};
 use crate::stats::median;
 
-/// A list of a million topics is 25 MB: far longer than a route's answer may take.
-const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a change may take to reach the snapshot before the run gives up on it.
 const SNAPSHOT_LIMIT: Duration = Duration::from_secs(120);
 
@@ -33,11 +30,11 @@ pub async fn run(args: &LargeArgs) -> anyhow::Result<Value> {
     // As a console asks once the fleet is up, not in the middle of its registrations.
     tokio::time::sleep(Duration::from_secs_f64(args.settle_secs)).await;
     let client = Client::connect(addr.as_str()).await?;
-    let all = timed_list(&client, args.list_runs, || {
+    let all = timed_topic_list(&client, args.list_runs, || {
         RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
     })
     .await?;
-    let by_cluster = timed_list(&client, args.list_runs, || {
+    let by_cluster = timed_topic_list(&client, args.list_runs, || {
         RemotingCommand::request(request::GET_TOPICS_BY_CLUSTER).with_ext("cluster", CLUSTER)
     })
     .await?;
@@ -115,34 +112,6 @@ async fn cold_pass(addr: &str, topics: &[String]) -> anyhow::Result<Value> {
     futures::future::try_join_all(passes).await?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(json!({ "seconds": seconds, "qps": topics.len() as f64 / seconds }))
-}
-
-/// The first answer's time and the median of `runs`, each on the same connection.
-async fn timed_list(
-    client: &Client,
-    runs: usize,
-    ask: impl Fn() -> RemotingCommand,
-) -> anyhow::Result<Value> {
-    let mut millis = Vec::with_capacity(runs);
-    let mut listed = 0;
-    let mut body_bytes = 0;
-    for _ in 0..runs.max(1) {
-        let started = Instant::now();
-        let resp = client.invoke(ask(), LIST_TIMEOUT).await?;
-        let elapsed = started.elapsed();
-        let body = resp.body.clone().unwrap_or_default();
-        expect_success(resp, "a topic list")?;
-        millis.push(elapsed.as_secs_f64() * 1000.0);
-        body_bytes = body.len();
-        listed = TopicList::decode(&body)?.topic_list.len();
-    }
-    Ok(json!({
-        "first_ms": millis[0],
-        "median_ms": median(millis.iter().copied()),
-        "runs_ms": millis,
-        "topics_listed": listed,
-        "body_bytes": body_bytes,
-    }))
 }
 
 /// A sample's value from the server's metrics.

@@ -78,3 +78,40 @@ pub async fn measure(load: &RouteLoad, warmup_secs: f64, runs: usize, secs: f64)
 pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
     pid.and_then(server_proc::rss_kib)
 }
+
+/// A list of a million topics is 25 MB: far longer than a route's answer may take.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Asks a topic list (`ask`) `runs` times on `client`: the first answer's time, the median and
+/// each run's, their latency summary, and what the last listed.
+pub async fn timed_topic_list(
+    client: &rocketmq_wire::client::Client,
+    runs: usize,
+    ask: impl Fn() -> rocketmq_wire::RemotingCommand,
+) -> anyhow::Result<serde_json::Value> {
+    let mut latency = crate::stats::Latency::default();
+    let mut millis = Vec::with_capacity(runs);
+    let mut listed = 0;
+    let mut body_bytes = 0;
+    for _ in 0..runs.max(1) {
+        let started = std::time::Instant::now();
+        let resp = client.invoke(ask(), LIST_TIMEOUT).await?;
+        let elapsed = started.elapsed();
+        let body = resp.body.clone().unwrap_or_default();
+        crate::fleet::expect_success(resp, "a topic list")?;
+        latency.record(elapsed);
+        millis.push(elapsed.as_secs_f64() * 1000.0);
+        body_bytes = body.len();
+        listed = rocketmq_wire::body::TopicList::decode(&body)?
+            .topic_list
+            .len();
+    }
+    Ok(serde_json::json!({
+        "first_ms": millis[0],
+        "median_ms": median(millis.iter().copied()),
+        "runs_ms": millis,
+        "latency": latency.summary(),
+        "topics_listed": listed,
+        "body_bytes": body_bytes,
+    }))
+}

@@ -1,16 +1,16 @@
 //! The route benchmark: register a fleet, keep it re-registering like real brokers, and drive
 //! closed-loop route lookups; optionally time the full topic list over the same data.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rocketmq_wire::body::TopicList;
 use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::request;
+use rocketmq_wire::RemotingCommand;
 use serde_json::json;
 
-use super::{measure, route_load, rss_kib};
+use super::{measure, route_load, rss_kib, timed_topic_list};
 use crate::cli::RouteArgs;
 use crate::fleet::Fleet;
-use crate::stats::{median, Latency};
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<serde_json::Value> {
     let addr = &args.target.addr;
@@ -58,25 +58,10 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<serde_json::Value> {
 /// Times GET_ALL_TOPIC_LIST_FROM_NAMESERVER `runs` times on a fresh connection.
 async fn topic_list(addr: &str, runs: usize, expected: usize) -> anyhow::Result<serde_json::Value> {
     let client = Client::connect(addr).await?;
-    let mut latency = Latency::default();
-    let mut millis = Vec::with_capacity(runs);
-    let mut listed = 0;
-    let mut body_bytes = 0;
-    for _ in 0..runs {
-        let started = Instant::now();
-        let body = crate::fleet::topic_list(&client).await?;
-        let elapsed = started.elapsed();
-        latency.record(elapsed);
-        millis.push(elapsed.as_secs_f64() * 1000.0);
-        body_bytes = body.len();
-        listed = TopicList::decode(&body)?.topic_list.len();
-    }
-    Ok(json!({
-        "runs_ms": millis,
-        "median_ms": median(millis.iter().copied()),
-        "latency": latency.summary(),
-        "topics_listed": listed,
-        "topics_expected_at_least": expected,
-        "body_bytes": body_bytes,
-    }))
+    let mut timed = timed_topic_list(&client, runs, || {
+        RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+    })
+    .await?;
+    timed["topics_expected_at_least"] = json!(expected);
+    Ok(timed)
 }
