@@ -49,6 +49,9 @@ pub enum Command {
     /// Every broker of a fleet registering with a NameServer with no routes in the same second:
     /// time until every route is complete, route p99 during the storm against idle
     Storm(StormArgs),
+    /// One broker registering a large table in chunks, as with enableSplitRegistration: time to
+    /// apply a round, route p99 during the rounds against idle
+    Split(SplitArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
     Canned(CannedArgs),
     /// Write BENCHMARKS.md from a results directory produced by scripts/bench
@@ -149,6 +152,27 @@ pub struct StormArgs {
     #[command(flatten)]
     pub load: LoadArgs,
     /// Seconds the route lookups run from the start of the storm, and again once it is over
+    #[arg(long, default_value_t = 5.0)]
+    pub window_secs: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct SplitArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Topics of the broker
+    #[arg(long, default_value_t = 100_000)]
+    pub topics: usize,
+    /// Topics a chunk (the broker's splitRegistrationSize)
+    #[arg(long, default_value_t = 800)]
+    pub chunk: usize,
+    /// Queues of every topic
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    /// Seconds the route lookups run from the first round's start, again during the periodic
+    /// rounds, and once the broker is quiet
     #[arg(long, default_value_t = 5.0)]
     pub window_secs: f64,
 }

@@ -1,5 +1,6 @@
 //! Closed-loop GET_ROUTEINFO_BY_TOPIC load: each connection keeps a fixed number of requests in
-//! flight, sending the next one as soon as an answer arrives, topics chosen uniformly.
+//! flight, sending the next one as soon as an answer arrives, topics chosen uniformly (drawn
+//! ahead of the run, see [`Draws`]).
 //!
 //! A connection is one task that reads whatever answers have arrived and writes all their
 //! follow-ups in one write: the generator shares the machine with the server, so it must spend
@@ -57,15 +58,19 @@ struct ConnTally {
 impl RouteLoad {
     /// Runs the load for `duration`, then waits for the answers still in flight.
     pub async fn run(&self, duration: Duration) -> RouteRun {
+        // Drawn before the clock starts: the draws are the generator's, not the server's, time.
+        let draws: Vec<Draws> = (0..self.conns)
+            .map(|i| Draws::new(&self.topics, fastrand::u64(..) ^ i as u64))
+            .collect();
         let started = Instant::now();
         let deadline = started + duration;
-        let conns: Vec<_> = (0..self.conns)
-            .map(|i| {
-                let (addr, topics, depth) = (self.addr.clone(), self.topics.clone(), self.depth);
+        let conns: Vec<_> = draws
+            .into_iter()
+            .map(|mut draws| {
+                let (addr, depth) = (self.addr.clone(), self.depth);
                 tokio::spawn(async move {
                     let mut tally = ConnTally::default();
-                    let seed = fastrand::u64(..) ^ i as u64;
-                    if let Err(e) = drive(&addr, &topics, depth, deadline, seed, &mut tally).await {
+                    if let Err(e) = drive(&addr, &mut draws, depth, deadline, &mut tally).await {
                         tally.failures.add(1, format!("connection: {e}"));
                     }
                     tally
@@ -97,6 +102,46 @@ impl RouteLoad {
     }
 }
 
+/// Topics a connection draws ahead of a run, then asks in turn (again from the first if the run
+/// outlasts them).
+const DRAWS: usize = 1 << 16;
+
+/// A connection's topics, drawn uniformly from all of them ahead of its run, their names side by
+/// side. Read in order they cost the generator the same at any table size; picking among a
+/// million separately allocated names at each request costs it cache misses of its own, on the
+/// cores it shares with the server.
+struct Draws {
+    names: String,
+    ends: Vec<usize>,
+    next: usize,
+}
+
+impl Draws {
+    fn new(topics: &[String], seed: u64) -> Self {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut names = String::new();
+        let mut ends = Vec::with_capacity(DRAWS);
+        for _ in 0..DRAWS {
+            if let Some(topic) = topics.get(rng.usize(..topics.len().max(1))) {
+                names.push_str(topic);
+            }
+            ends.push(names.len());
+        }
+        Draws {
+            names,
+            ends,
+            next: 0,
+        }
+    }
+
+    fn next(&mut self) -> &str {
+        let i = self.next % self.ends.len();
+        self.next += 1;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.names[start..self.ends[i]]
+    }
+}
+
 fn route_request(topic: &str, opaque: i32, out: &mut BytesMut) {
     let mut cmd = GetRouteInfoHeader::new(topic).to_command();
     cmd.opaque = opaque;
@@ -107,22 +152,20 @@ fn route_request(topic: &str, opaque: i32, out: &mut BytesMut) {
 /// `s` modulo `depth`, so an answer finds its send time without a map.
 async fn drive(
     addr: &str,
-    topics: &[String],
+    draws: &mut Draws,
     depth: usize,
     deadline: Instant,
-    seed: u64,
     tally: &mut ConnTally,
 ) -> std::io::Result<()> {
     let mut stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
-    let mut rng = fastrand::Rng::with_seed(seed);
     let mut codec = RemotingCodec::new(usize::MAX);
     let mut inbound = BytesMut::with_capacity(256 * 1024);
     let mut outbound = BytesMut::with_capacity(4096);
     let mut expected: Vec<i32> = (0..depth as i32).collect();
     let mut sent_at = vec![Instant::now(); depth];
     for &opaque in &expected {
-        route_request(&topics[rng.usize(..topics.len())], opaque, &mut outbound);
+        route_request(draws.next(), opaque, &mut outbound);
     }
     let mut in_flight = depth;
     while in_flight > 0 {
@@ -178,11 +221,7 @@ async fn drive(
             if now < deadline {
                 expected[slot] = expected[slot].wrapping_add(depth as i32);
                 sent_at[slot] = now;
-                route_request(
-                    &topics[rng.usize(..topics.len())],
-                    expected[slot],
-                    &mut outbound,
-                );
+                route_request(draws.next(), expected[slot], &mut outbound);
             } else {
                 in_flight -= 1;
             }

@@ -10,6 +10,7 @@ pub mod register;
 pub mod restarts;
 pub mod rounds;
 pub mod route;
+pub mod split;
 pub mod startup;
 pub mod storm;
 
@@ -73,6 +74,18 @@ pub async fn measure(load: &RouteLoad, warmup_secs: f64, runs: usize, secs: f64)
         measured.push(load.run(Duration::from_secs_f64(secs)).await);
     }
     Runs::of(measured)
+}
+
+/// A run's figures, with the answers that only said the topic was not registered yet apart.
+pub fn lookups_summary(run: &RouteRun) -> serde_json::Value {
+    serde_json::json!({
+        "requests": run.requests,
+        "qps": run.qps,
+        "latency": run.latency,
+        "not_registered_yet": run.not_found,
+        "failed": run.failures.count - run.not_found,
+        "failures": run.failures,
+    })
 }
 
 pub fn rss_kib(pid: Option<u32>) -> Option<u64> {

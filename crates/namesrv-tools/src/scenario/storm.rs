@@ -11,10 +11,9 @@ use rocketmq_wire::client::Client;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde_json::{json, Value};
 
-use super::route_load;
+use super::{lookups_summary, route_load};
 use crate::cli::StormArgs;
 use crate::fleet::{cluster_members, topic_list, Fleet};
-use crate::route_load::RouteRun;
 
 /// How long the routes may take to be complete before the run gives up.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -60,22 +59,10 @@ pub async fn run(args: &StormArgs) -> anyhow::Result<Value> {
         "registration": registration,
         "complete_after_last_registration_ms": complete_after.as_secs_f64() * 1000.0,
         "complete_after_storm_began_ms": (registered + complete_after).as_secs_f64() * 1000.0,
-        "storm_lookups": summary(&storm),
-        "idle_lookups": summary(&idle),
+        "storm_lookups": lookups_summary(&storm),
+        "idle_lookups": lookups_summary(&idle),
         "p99_storm_over_idle": storm_p99 / idle_p99.max(f64::MIN_POSITIVE),
     }))
-}
-
-/// A run's figures, with the answers that only said the topic was not registered yet apart.
-fn summary(run: &RouteRun) -> Value {
-    json!({
-        "requests": run.requests,
-        "qps": run.qps,
-        "latency": run.latency,
-        "not_registered_yet": run.not_found,
-        "failed": run.failures.count - run.not_found,
-        "failures": run.failures,
-    })
 }
 
 /// How long after the last registration was answered every route was complete: every broker in

@@ -90,7 +90,8 @@ fn answer(
                 .unwrap_or(peer_routes::FIRST_PULL_BYTES);
             let records = state
                 .routes
-                .read(|reg| peer_routes::records(reg, &asked, budget));
+                .read(|reg| peer_routes::pull(reg, &asked, budget))
+                .records();
             ok().with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
                 .with_body(peer_routes::encode_pull(&records)?)
         }

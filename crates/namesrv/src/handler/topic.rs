@@ -71,7 +71,7 @@ pub fn unit(state: &State, r: &RemotingCommand) -> HandlerResult {
         req::GET_HAS_UNIT_SUB_TOPIC_LIST => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0,
         _ => |f| f & TOPIC_SYS_FLAG_UNIT_SUB != 0 && f & TOPIC_SYS_FLAG_UNIT == 0,
     };
-    let topics = state.routes.read(|reg| reg.topics_by_sys_flag(pred));
+    let topics = state.routes.topics_by_sys_flag(pred);
     list_reply(r, topics, None)
 }
 

@@ -38,7 +38,7 @@ use crate::state::State;
 
 mod pull;
 
-pub use pull::{decode_pull, encode_pull, records, Record, BYTES, FIRST_PULL_BYTES, PULL_BYTES};
+pub use pull::{decode_pull, encode_pull, pull, Record, BYTES, FIRST_PULL_BYTES, PULL_BYTES};
 
 /// How often each peer is asked for its whole digest, what carries brokers' liveness: an eighth
 /// of the shortest timeout of the brokers held here (120 s unless a broker says otherwise),

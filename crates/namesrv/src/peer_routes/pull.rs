@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::{heard_of, Heard};
-use crate::registry::{Queues, Registry};
+use crate::registry::{Queues, Registry, TopicSnapshot};
 
 /// Bytes of topic lists one pull answers with, about (by the groups' topic counts), past the
 /// first record: a group with 100k topics is megabytes. Answers are built in one pass over the
@@ -118,11 +118,12 @@ pub fn read_topics(list: &[u8]) -> Result<Vec<(&str, Queues)>, String> {
 const ENTRY_GUESS: usize = 48;
 
 /// The registrations of the asked brokers still heard here, in the order asked, as many as fit
-/// in `budget` bytes (at most [`PULL_BYTES`]) by their groups' topic counts (at least one).
-/// Their topic lists are built in one pass over the table: the pass costs a cache miss or more
-/// per topic, and a restarted member asks for every group of a table of millions of queue
-/// entries.
-pub fn records(r: &Registry, asked: &[Heard], budget: usize) -> Vec<Record> {
+/// in `budget` bytes (at most [`PULL_BYTES`]) by their groups' topic counts (at least one), with
+/// the topic table as it is: taken under the registry's lock, which this holds for microseconds.
+/// Their topic lists are made by [`Pull::records`] once the lock is released: that pass costs a
+/// cache miss or more per topic, a restarted member asks for every group of a table of millions
+/// of queue entries, and registrations must not wait for it.
+pub fn pull(r: &Registry, asked: &[Heard], budget: usize) -> Pull {
     let budget = budget.min(PULL_BYTES);
     let mut chosen = Vec::new();
     let mut guessed = 0;
@@ -140,42 +141,55 @@ pub fn records(r: &Registry, asked: &[Heard], budget: usize) -> Vec<Record> {
             continue;
         };
         guessed += r.group_topic_count(&want.name) * ENTRY_GUESS;
-        chosen.push((want, bd, live));
+        chosen.push(Record {
+            heard: heard_of(r, (&want.cluster, &want.name), want.id, &want.addr, live),
+            ha_server_addr: live.ha_server_addr.clone(),
+            timeout_ms: live.timeout_ms,
+            protocol: live.version,
+            acting_master: bd.enable_acting_master,
+            zone: bd.zone_name.clone(),
+            body_len: 0,
+            topics: Bytes::new(),
+        });
     }
-    // One list per group, shared by its members asked together.
-    let mut lists: foldhash::HashMap<&str, Vec<u8>> = chosen
-        .iter()
-        .map(|(want, _, _)| (want.name.as_str(), Vec::new()))
-        .collect();
-    if !lists.is_empty() {
-        for (topic, queues) in r.topic_queues() {
+    // Nothing to list: no need to hold the table's shards.
+    let topics = (!chosen.is_empty()).then(|| r.topic_snapshot());
+    Pull { chosen, topics }
+}
+
+/// A pull's answer before its topic lists are made.
+pub struct Pull {
+    chosen: Vec<Record>,
+    topics: Option<TopicSnapshot>,
+}
+
+impl Pull {
+    /// The records with their groups' topic lists, made in one pass over the table as it was
+    /// when [`pull`] chose them.
+    pub fn records(mut self) -> Vec<Record> {
+        // One list per group, shared by its members asked together.
+        let mut lists: foldhash::HashMap<String, Vec<u8>> = self
+            .chosen
+            .iter()
+            .map(|rec| (rec.heard.name.clone(), Vec::new()))
+            .collect();
+        for (topic, queues) in self.topics.iter().flat_map(TopicSnapshot::iter) {
             for (name, q) in queues.iter() {
                 if let Some(list) = lists.get_mut(name) {
                     write_topic(list, topic, q);
                 }
             }
         }
+        let lists: foldhash::HashMap<String, Bytes> = lists
+            .into_iter()
+            .map(|(name, list)| (name, Bytes::from(list)))
+            .collect();
+        for rec in &mut self.chosen {
+            rec.topics = lists[&rec.heard.name].clone();
+            rec.body_len = rec.topics.len();
+        }
+        self.chosen
     }
-    let lists: foldhash::HashMap<&str, Bytes> = lists
-        .into_iter()
-        .map(|(name, list)| (name, Bytes::from(list)))
-        .collect();
-    chosen
-        .into_iter()
-        .map(|(want, bd, live)| {
-            let topics = lists[want.name.as_str()].clone();
-            Record {
-                heard: heard_of(r, (&want.cluster, &want.name), want.id, &want.addr, live),
-                ha_server_addr: live.ha_server_addr.clone(),
-                timeout_ms: live.timeout_ms,
-                protocol: live.version,
-                acting_master: bd.enable_acting_master,
-                zone: bd.zone_name.clone(),
-                body_len: topics.len(),
-                topics,
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -290,7 +304,7 @@ mod tests {
                     .clone()
             })
             .collect();
-        let answer = table.read(|r| records(r, &asked, PULL_BYTES));
+        let answer = table.read(|r| pull(r, &asked, PULL_BYTES)).records();
         assert_eq!(answer.len(), 2);
         for (record, mut want) in answer.iter().zip([
             vec![("only-b", q(4)), ("shared", q(3))],
@@ -306,12 +320,12 @@ mod tests {
             );
         }
         // Past the budget after the first: that one only.
-        let first = table.read(|r| records(r, &asked, 1));
+        let first = table.read(|r| pull(r, &asked, 1)).records();
         assert_eq!(first.len(), 1);
         assert_eq!(first[0].heard.name, "b");
         // Taken over again with one topic fewer: the group holds exactly the list.
         adopt(&table, "a", "1.1.1.1:10911", &[("only-a", q(5))]);
-        let again = table.read(|r| records(r, &asked[1..], PULL_BYTES));
+        let again = table.read(|r| pull(r, &asked[1..], PULL_BYTES)).records();
         assert_eq!(read_topics(&again[0].topics).unwrap(), [("only-a", q(5))]);
     }
 

@@ -499,6 +499,13 @@ impl RouteTable {
         self.topic_lists();
     }
 
+    /// The topics whose sys flag `pred` accepts, read from a snapshot of the table once the lock
+    /// is released: the unit topic lists are rare, and a pass over a million topics must not hold
+    /// registrations back.
+    pub fn topics_by_sys_flag(&self, pred: impl Fn(i32) -> bool) -> Vec<String> {
+        self.read(Registry::topic_snapshot).names_by_sys_flag(pred)
+    }
+
     /// What is made from the whole topic table, at least as new as the table.
     pub fn topic_lists(&self) -> Arc<Lists> {
         let current = self.lists_generation.load(Ordering::Acquire);

@@ -265,18 +265,6 @@ impl Registry {
         }
     }
 
-    /// Topics whose first queue data's sys flag satisfies `pred`.
-    pub fn topics_by_sys_flag(&self, pred: impl Fn(i32) -> bool) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .topics
-            .iter()
-            .filter(|(_, queues)| queues.iter().next().is_some_and(|(_, q)| pred(q.sys_flag)))
-            .map(|(t, _)| t.to_string())
-            .collect();
-        out.sort();
-        out
-    }
-
     // ---- loading a snapshot (before the registry serves anyone) ----
 
     pub fn restore_group(&mut self, bd: BrokerData) {

@@ -101,6 +101,18 @@ impl TopicSnapshot {
             .iter()
             .flat_map(|s| s.iter().map(|(t, q)| (&**t, &**q)))
     }
+
+    /// The topics whose first broker's sys flag `pred` accepts (the broker Java's answer looks
+    /// at), sorted.
+    pub fn names_by_sys_flag(&self, pred: impl Fn(i32) -> bool) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .iter()
+            .filter(|(_, queues)| queues.iter().next().is_some_and(|(_, q)| pred(q.sys_flag)))
+            .map(|(t, _)| t.to_string())
+            .collect();
+        out.sort();
+        out
+    }
 }
 
 #[cfg(test)]
