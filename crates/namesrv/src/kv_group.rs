@@ -250,44 +250,27 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// `None` when no peers are configured: a lone NameServer.
+    /// `None` when no peers are configured: a lone NameServer. Read as the controller reads
+    /// its members ([`rocketmq_raft::members`]).
     pub fn from_config(peers: &str, self_id: &str) -> anyhow::Result<Option<Peers>> {
+        use rocketmq_raft::members::{MemberError, Members};
         if !crate::config::lists_peers(peers) {
             return Ok(None);
         }
-        let listed = rocketmq_controller::config::parse_peers(peers)
-            .map_err(|e| anyhow::anyhow!("namesrvPeers is invalid: {e}"))?;
-        let parts = |id: &str| {
-            rocketmq_controller::config::member_id_parts(id)
-                .map(|(p, n)| (p.to_string(), n))
-                .ok_or_else(|| {
-                    anyhow::anyhow!("namesrvPeers: {id} is not a member id like n0, n1, n2")
-                })
-        };
-        let (prefix, _) = parts(&listed[0].id)?;
-        let mut members = BTreeMap::new();
-        for peer in &listed {
-            let (p, n) = parts(&peer.id)?;
-            if p != prefix {
-                anyhow::bail!(
-                    "namesrvPeers: {} does not share the prefix {prefix}",
-                    peer.id
-                );
+        let members = Members::parse(peers, self_id).map_err(|e| match e {
+            MemberError::SelfNotListed(id) => {
+                anyhow::anyhow!("namesrvSelfId {id} is not among namesrvPeers")
             }
-            members.insert(n, peer.addr.clone());
-        }
-        let self_id = rocketmq_controller::config::resolve_self_id(self_id, &prefix)
-            .map_err(|reason| anyhow::anyhow!("namesrvSelfId=auto: {reason}"))?;
-        let (p, id) = parts(&self_id).map_err(|_| {
-            anyhow::anyhow!("namesrvSelfId must name this NameServer among namesrvPeers")
+            MemberError::NoOrdinal(reason) => anyhow::anyhow!("namesrvSelfId=auto: {reason}"),
+            other => anyhow::anyhow!("namesrvPeers: {other}"),
         })?;
-        if p != prefix || !members.contains_key(&id) {
-            anyhow::bail!("namesrvSelfId {self_id} is not among namesrvPeers");
-        }
         Ok(Some(Peers {
-            self_id: id,
-            members,
-            prefix,
+            self_id: members.self_node(),
+            members: members
+                .by_node()
+                .map(|(id, addr)| (id, addr.to_string()))
+                .collect(),
+            prefix: members.prefix().to_string(),
         }))
     }
 
@@ -892,5 +875,7 @@ mod tests {
         assert!(Peers::from_config("n0-127.0.0.1:9876", "n5").is_err());
         assert!(Peers::from_config("n0-127.0.0.1", "n0").is_err());
         assert!(Peers::from_config("n0-127.0.0.1:1;m1-127.0.0.1:2", "n0").is_err());
+        // One member at two addresses: the controller's rule, not the last one winning.
+        assert!(Peers::from_config("n0-127.0.0.1:1;n0-127.0.0.2:1", "n0").is_err());
     }
 }

@@ -4,15 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rocketmq_raft::members::{member_id_parts, parse_list, Member, MemberError, Members};
 use rocketmq_wire::key_table::{Binding, Blacklist};
 
 /// One member of the controller group: its id (`n0`) and the address it serves brokers and its
 /// peers on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Peer {
-    pub id: String,
-    pub addr: String,
-}
+pub type Peer = Member;
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -81,6 +78,27 @@ pub enum ConfigError {
     BadMemberId(String),
     #[error("{key}=auto: {reason}")]
     NoOrdinal { key: &'static str, reason: String },
+    #[error("controllerDLegerPeers: {0}")]
+    Members(MemberError),
+}
+
+impl From<MemberError> for ConfigError {
+    fn from(e: MemberError) -> Self {
+        match e {
+            MemberError::Empty => ConfigError::Missing(keys::PEERS),
+            MemberError::Entry(value) => ConfigError::Invalid {
+                key: keys::PEERS,
+                value,
+            },
+            MemberError::Id(id) => ConfigError::BadMemberId(id),
+            MemberError::SelfNotListed(id) => ConfigError::SelfNotAPeer(id),
+            MemberError::NoOrdinal(reason) => ConfigError::NoOrdinal {
+                key: keys::SELF_ID,
+                reason,
+            },
+            other => ConfigError::Members(other),
+        }
+    }
 }
 
 rocketmq_wire::key_table! {
@@ -250,42 +268,17 @@ impl ControllerConfig {
         home: &Path,
     ) -> Result<Self, ConfigError> {
         let jraft = table.controller_type.eq_ignore_ascii_case("jRaft");
-        let (group, mut peers, self_id) = if jraft {
+        let (group, listed, self_id) = if jraft {
             jraft_peers(&table)?
         } else {
             let group = given(&table.group)
                 .unwrap_or("DefaultControllerGroup")
                 .to_string();
-            let peers = parse_peers(given(&table.peers).ok_or(ConfigError::Missing(keys::PEERS))?)?;
+            let listed = parse_list(given(&table.peers).ok_or(ConfigError::Missing(keys::PEERS))?)?;
             let self_id = given(&table.self_id).ok_or(ConfigError::Missing(keys::SELF_ID))?;
-            let prefix = peers
-                .first()
-                .and_then(|p| member_id_parts(&p.id))
-                .map_or("n", |(prefix, _)| prefix);
-            let self_id =
-                resolve_self_id(self_id, prefix).map_err(|reason| ConfigError::NoOrdinal {
-                    key: keys::SELF_ID,
-                    reason,
-                })?;
-            (group, peers, self_id)
+            (group, listed, self_id.to_string())
         };
-        peers.sort_by(|a, b| a.id.cmp(&b.id));
-        peers.dedup_by(|a, b| a.id == b.id);
-        if !peers.iter().any(|p| p.id == self_id) {
-            return Err(ConfigError::SelfNotAPeer(self_id));
-        }
-        let id_prefix = member_id_parts(&peers[0].id)
-            .ok_or_else(|| ConfigError::BadMemberId(peers[0].id.clone()))?
-            .0
-            .to_string();
-        let mut numbers = std::collections::BTreeSet::new();
-        for peer in &peers {
-            match member_id_parts(&peer.id) {
-                Some((prefix, n)) if prefix == id_prefix && numbers.insert(n) => {}
-                _ => return Err(ConfigError::BadMemberId(peer.id.clone())),
-            }
-        }
-        peers.sort_by_key(|p| member_id_parts(&p.id).map(|(_, n)| n));
+        let members = Members::new(listed, &self_id)?;
         let store_path = given(&table.store_path).map_or_else(
             || {
                 home.join(if jraft {
@@ -300,9 +293,9 @@ impl ControllerConfig {
         let http = http_address(&table)?;
         Ok(ControllerConfig {
             group,
-            peers,
-            id_prefix,
-            self_id,
+            peers: members.list().to_vec(),
+            id_prefix: members.prefix().to_string(),
+            self_id: members.self_id().to_string(),
             store_path,
             peer_secret_path: Some(table.peer_secret_path.trim())
                 .filter(|p| !p.is_empty())
@@ -424,82 +417,6 @@ impl ControllerConfig {
 /// A string key's value, blank counting as absent, as Java's setters see an empty property.
 fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
-}
-
-/// A member id as its prefix and number: `n12` → (`n`, 12). The number has no leading zero
-/// (`n01` would be a second spelling of `n1`) and the prefix no digit at its end.
-pub fn member_id_parts(id: &str) -> Option<(&str, u64)> {
-    let digits = id.len() - id.bytes().rev().take_while(u8::is_ascii_digit).count();
-    let (prefix, number) = id.split_at(digits);
-    if number.is_empty() || (number.len() > 1 && number.starts_with('0')) {
-        return None;
-    }
-    Some((prefix, number.parse().ok()?))
-}
-
-/// The value of a self id key (`controllerDLegerSelfId`, `namesrvSelfId`) that takes the id from
-/// this host's name, so that one config file serves every pod of a StatefulSet.
-pub const SELF_ID_AUTO: &str = "auto";
-
-/// A self id as configured, or, for [`SELF_ID_AUTO`], the members' `prefix` followed by the
-/// ordinal that ends this host's name: a StatefulSet's pod `mqnamesrv-2` is `n2`. The host's
-/// name is the kernel's (its UTS namespace's, which is the pod's name in Kubernetes).
-pub fn resolve_self_id(given: &str, prefix: &str) -> Result<String, String> {
-    let given = given.trim();
-    if !given.eq_ignore_ascii_case(SELF_ID_AUTO) {
-        return Ok(given.to_string());
-    }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map_err(|e| format!("cannot read this host's name: {e}"))?;
-    let host = host.trim();
-    let ordinal = host_ordinal(host).ok_or_else(|| {
-        format!(
-            "this host's name {host:?} does not end in -N (a StatefulSet's pod name, such as \
-             mqnamesrv-2), so it names no member"
-        )
-    })?;
-    Ok(format!("{prefix}{ordinal}"))
-}
-
-/// The ordinal that ends a host's first label after a `-`: `mqnamesrv-2` and
-/// `mqnamesrv-2.mqnamesrv-members` give 2; `mqnamesrv`, `mqnamesrv-` and `mqnamesrv-02` none.
-pub fn host_ordinal(host: &str) -> Option<u64> {
-    let label = host.split('.').next()?;
-    let (_, digits) = label.rsplit_once('-')?;
-    if digits.is_empty()
-        || !digits.bytes().all(|b| b.is_ascii_digit())
-        || (digits.len() > 1 && digits.starts_with('0'))
-    {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// `n0-127.0.0.1:9878;n1-127.0.0.1:9868`: the id ends at the first `-`, the address follows.
-pub fn parse_peers(text: &str) -> Result<Vec<Peer>, ConfigError> {
-    let mut peers = Vec::new();
-    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
-        let invalid = || ConfigError::Invalid {
-            key: keys::PEERS,
-            value: entry.to_string(),
-        };
-        let (id, addr) = entry.split_once('-').ok_or_else(invalid)?;
-        let (id, addr) = (id.trim(), addr.trim());
-        let port_ok = addr
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if id.is_empty() || !port_ok {
-            return Err(invalid());
-        }
-        peers.push(Peer {
-            id: id.to_string(),
-            addr: addr.to_string(),
-        });
-    }
-    if peers.is_empty() {
-        return Err(ConfigError::Missing(keys::PEERS));
-    }
-    Ok(peers)
 }
 
 /// The JRaft flavour names its members by their Raft address (`jRaftInitConf`, `jRaftServerId`)
@@ -711,8 +628,6 @@ mod tests {
             Path::new("/h"),
         );
         assert_eq!(missing.unwrap_err(), ConfigError::Missing(keys::PEERS));
-        assert!(parse_peers("n0-127.0.0.1").is_err());
-        assert!(parse_peers("127.0.0.1:9878").is_err());
         let stranger = ControllerConfig::from_properties(
             &props(&[
                 ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
@@ -724,25 +639,6 @@ mod tests {
             stranger.unwrap_err(),
             ConfigError::SelfNotAPeer("n7".into())
         );
-    }
-
-    #[test]
-    fn a_pod_name_s_ordinal_is_its_member_number() {
-        assert_eq!(host_ordinal("mqnamesrv-2"), Some(2));
-        assert_eq!(host_ordinal("my-release-mqnamesrv-10.members.ns"), Some(10));
-        assert_eq!(host_ordinal("mqnamesrv-0"), Some(0));
-        for none in [
-            "mqnamesrv",
-            "mqnamesrv-",
-            "mqnamesrv-02",
-            "mqnamesrv-x1",
-            "",
-            "-",
-        ] {
-            assert_eq!(host_ordinal(none), None, "{none}");
-        }
-        // A given id is kept as it is; only `auto` asks the host's name.
-        assert_eq!(resolve_self_id(" n4 ", "n").unwrap(), "n4");
     }
 
     #[test]

@@ -301,7 +301,7 @@ impl Controller {
     ) -> Result<ControllerMembers, MemberError> {
         self.lead()?;
         let id = self.raft_id(name)?;
-        if crate::config::parse_peers(&format!("{name}-{addr}")).is_err() {
+        if !rocketmq_raft::members::is_address(addr) {
             return Err(MemberError::Refused(format!(
                 "{addr} is not an address (host:port)"
             )));

@@ -6,6 +6,7 @@
 //!
 //! - [`group`]: the group's life on one node: forming or rejoining it, the leader's lease,
 //!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
+//! - [`members`]: who the members are, as a config file lists them, and which of them this node is;
 //! - [`metrics`]: a group's Prometheus series under the user's prefix;
 //! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
 //!   machine rebuilt from them;
@@ -19,6 +20,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod group;
+pub mod members;
 pub mod metrics;
 pub mod network;
 pub mod peer_auth;
