@@ -36,36 +36,8 @@ fn change_id() -> u64 {
     nanos ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(48)
 }
 
-/// Request codes of the KV group's traffic between NameServers, on the remoting port: outside
-/// every range Java assigns, and apart from the controller's (1190–1195).
-pub mod codes {
-    pub const APPEND_ENTRIES: i32 = 1210;
-    pub const VOTE: i32 = 1211;
-    pub const INSTALL_SNAPSHOT: i32 = 1212;
-    /// Whether the asked member belongs to a group that has worked (`rocketmq_raft::group`).
-    pub const PROBE: i32 = 1214;
-    /// A KV command (JSON body) a member passes on to the leader; answered with the leader's
-    /// applied index in the `applied` field.
-    pub const FORWARDED_WRITE: i32 = 1216;
-
-    /// Whether a request code is spoken between NameServers that agree (this group's, and the
-    /// route exchange's): these are taken from members only.
-    pub fn is_peer_code(code: i32) -> bool {
-        use crate::peer_routes::codes::{ROUTE_DIGEST, ROUTE_PULL};
-        use rocketmq_raft::peer_auth::PEER_HELLO;
-        matches!(
-            code,
-            PEER_HELLO
-                | APPEND_ENTRIES
-                | VOTE
-                | INSTALL_SNAPSHOT
-                | PROBE
-                | FORWARDED_WRITE
-                | ROUTE_DIGEST
-                | ROUTE_PULL
-        )
-    }
-}
+// The KV group's request codes, beside the route exchange's, in the wire crate.
+use rocketmq_wire::codes::peer::namesrv as codes;
 
 const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     append_entries: codes::APPEND_ENTRIES,

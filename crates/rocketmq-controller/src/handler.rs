@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use rocketmq_raft::trust::RefusalLog;
 use rocketmq_wire::body::{BrokerNameList, SyncStateSet};
 use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::controller::{
@@ -60,12 +61,15 @@ pub async fn handle(
     // With the group's secret, members prove who they are on every peer request
     // (`rocketmq_raft::peer_auth`); the address is then the second fence.
     if let Some(sessions) = &controller.peer_sessions {
-        if req.code == rocketmq_raft::peer_auth::PEER_HELLO {
+        if req.code == rocketmq_wire::codes::peer::PEER_HELLO {
             return Some(sessions.hello(connection, req));
         }
         if peers_only && from_member {
             if let Err(why) = sessions.check(connection, req) {
-                tracing::warn!(%from, code = req.code, why, "unproven controller peer request refused");
+                static TOLD: RefusalLog = RefusalLog::new();
+                if let Some(refused) = TOLD.tell() {
+                    tracing::warn!(%from, code = req.code, why, refused, "unproven controller peer requests refused (refused: how many since the last such line)");
+                }
                 return (!req.is_oneway())
                     .then(|| ResponseDraft::code(response::NO_PERMISSION, why).into_response(req));
             }
@@ -78,14 +82,20 @@ pub async fn handle(
         // A forged vote with a high term would depose the leader, a forged heartbeat keep a dead
         // broker alive: only the group's members speak these.
         _ if peers_only && !from_member => {
-            tracing::warn!(%from, code = req.code, "controller peer request from a non-member refused");
+            static TOLD: RefusalLog = RefusalLog::new();
+            if let Some(refused) = TOLD.tell() {
+                tracing::warn!(%from, code = req.code, refused, "controller peer requests from a non-member refused (refused: how many since the last such line)");
+            }
             ResponseDraft::code(
                 response::NO_PERMISSION,
                 "raft requests are accepted from the controller group's members only",
             )
         }
         _ if members_admin && !from.is_loopback() && !from_member => {
-            tracing::warn!(%from, code = req.code, "member change from a non-member host refused");
+            static TOLD: RefusalLog = RefusalLog::new();
+            if let Some(refused) = TOLD.tell() {
+                tracing::warn!(%from, code = req.code, refused, "member changes from a non-member host refused (refused: how many since the last such line)");
+            }
             ResponseDraft::code(
                 response::NO_PERMISSION,
                 "member changes are accepted from the controller group's member hosts or \

@@ -29,24 +29,8 @@ pub const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     probe: codes::GROUP_PROBE,
 };
 
-/// Request codes of the Raft traffic between our own nodes, on the peer port. Java uses
-/// 1014–1018 for its JRaft internals; these are outside every range Java assigns.
-pub mod codes {
-    pub const RAFT_APPEND_ENTRIES: i32 = 1190;
-    pub const RAFT_VOTE: i32 = 1191;
-    pub const RAFT_INSTALL_SNAPSHOT: i32 = 1192;
-    /// A broker's heartbeat, passed on by the follower that received it to the leader (oneway,
-    /// with the heartbeat's own header).
-    pub const FORWARDED_HEARTBEAT: i32 = 1193;
-    /// Whether the asked node belongs to a group that has worked: the answer's body is
-    /// `{"applied":N,"term":T}` (the index its state machine has applied, null for an empty
-    /// store, and the term of its vote).
-    /// Asked by a node that starts with an empty store before it forms a group or votes.
-    pub const GROUP_PROBE: i32 = 1194;
-    /// Sent by a leader handing its office on (`members::transfer_leader`) to the member that is
-    /// to take it, once that member holds the leader's whole log: it stands at once.
-    pub const TAKE_LEADERSHIP: i32 = 1195;
-}
+/// Request codes of the Raft traffic between our own nodes, on the peer port.
+pub use rocketmq_wire::codes::peer::controller as codes;
 
 #[cfg(test)]
 mod tests {

@@ -19,10 +19,9 @@ use parking_lot::Mutex;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use rocketmq_wire::client::{Client, FrameSeal};
+use rocketmq_wire::codes::peer::PEER_HELLO;
 use rocketmq_wire::RemotingCommand;
 
-/// The handshake's request code, beside the groups' own (`trust`, `network`).
-pub const PEER_HELLO: i32 = 1217;
 /// Ext fields: the handshake's nonces and the answerer's proof; every sealed frame's sequence
 /// number (requests, decimal) and MAC (binary fields in unpadded URL-safe base64).
 const CLIENT_NONCE: &str = "peerNonce";

@@ -153,6 +153,48 @@ async fn lookup(name: &str) -> Option<Vec<IpAddr>> {
     }
 }
 
+/// How often a kind of refused peer request is told at most.
+pub const TELL_REFUSALS_EVERY: Duration = Duration::from_secs(5);
+
+/// Refused peer requests of one kind, told in the log at most once every
+/// [`TELL_REFUSALS_EVERY`]: a stranger's requests, or a member's whose name has just moved and
+/// is not resolved again yet, come hundreds a second, and each must not be a line of its own.
+pub struct RefusalLog {
+    /// When the last line was told, and the refusals since.
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+impl RefusalLog {
+    pub const fn new() -> Self {
+        RefusalLog {
+            state: parking_lot::const_mutex((None, 0)),
+        }
+    }
+
+    /// Counts a refusal; `Some(n)` when it is to be told, `n` the refusals since the last line
+    /// (this one included). The first is told at once.
+    pub fn tell(&self) -> Option<u64> {
+        let mut state = self.state.lock();
+        state.1 += 1;
+        let now = Instant::now();
+        if state
+            .0
+            .is_some_and(|last| now.duration_since(last) < TELL_REFUSALS_EVERY)
+        {
+            return None;
+        }
+        let refused = state.1;
+        *state = (Some(now), 0);
+        Some(refused)
+    }
+}
+
+impl Default for RefusalLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +222,18 @@ mod tests {
         assert!(members.admits(two).await);
         // A stranger makes the names resolve again, once a second at most.
         assert!(!members.admits("127.0.0.9".parse().unwrap()).await);
+    }
+
+    #[test]
+    fn a_flood_of_refusals_is_told_once_then_counted_until_the_next_line() {
+        let log = RefusalLog::new();
+        assert_eq!(log.tell(), Some(1));
+        for _ in 0..430 {
+            assert_eq!(log.tell(), None);
+        }
+        // As if the last line were older than the interval.
+        log.state.lock().0 = Some(Instant::now() - TELL_REFUSALS_EVERY);
+        assert_eq!(log.tell(), Some(431));
+        assert_eq!(log.tell(), None);
     }
 }

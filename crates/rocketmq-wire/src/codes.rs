@@ -60,6 +60,69 @@ pub mod request {
     pub const ROUTE_JOURNAL: i32 = 1230;
 }
 
+/// Ours, spoken only between our own nodes, each group's taken from its members only (never sent
+/// to or by a Java peer); outside every range Java assigns (its controller's JRaft internals end
+/// at 1018). docs/controller.md §5 and docs/protocol.md §12.
+pub mod peer {
+    /// The handshake that starts a link between members sealed with their shared secret
+    /// (`rocketmq_raft::peer_auth`), in either group.
+    pub const PEER_HELLO: i32 = 1217;
+
+    /// The controller group's nodes, on the controller port.
+    pub mod controller {
+        pub const RAFT_APPEND_ENTRIES: i32 = 1190;
+        pub const RAFT_VOTE: i32 = 1191;
+        pub const RAFT_INSTALL_SNAPSHOT: i32 = 1192;
+        /// A broker's heartbeat, passed on by the follower that received it to the leader
+        /// (oneway, with the heartbeat's own header).
+        pub const FORWARDED_HEARTBEAT: i32 = 1193;
+        /// Whether the asked node belongs to a group that has worked: the answer's body is
+        /// `{"applied":N,"term":T}` (the index its state machine has applied, null for an empty
+        /// store, and the term of its vote). Asked by a node that starts with an empty store
+        /// before it forms a group or votes.
+        pub const GROUP_PROBE: i32 = 1194;
+        /// Sent by a leader handing its office on to the member that is to take it, once that
+        /// member holds the leader's whole log: it stands at once.
+        pub const TAKE_LEADERSHIP: i32 = 1195;
+    }
+
+    /// NameServers that agree (`namesrvPeers`), on the remoting port: the KV group's Raft
+    /// traffic and writes, and the route exchange.
+    pub mod namesrv {
+        pub use super::PEER_HELLO;
+
+        pub const APPEND_ENTRIES: i32 = 1210;
+        pub const VOTE: i32 = 1211;
+        pub const INSTALL_SNAPSHOT: i32 = 1212;
+        /// Whether the asked member belongs to a group that has worked (as the controller's
+        /// GROUP_PROBE).
+        pub const PROBE: i32 = 1214;
+        /// A KV command (JSON body) a member passes on to the leader; answered, once committed,
+        /// with the index the write took in the log in the `applied` field.
+        pub const FORWARDED_WRITE: i32 = 1216;
+        /// The asked NameServer's route digest: a JSON list of what it heard from each broker.
+        pub const ROUTE_DIGEST: i32 = 1220;
+        /// The registrations of the brokers the body lists, as the asked NameServer holds them.
+        pub const ROUTE_PULL: i32 = 1221;
+
+        /// Whether a request code is spoken between NameServers that agree: taken from members
+        /// only.
+        pub fn is_peer_code(code: i32) -> bool {
+            matches!(
+                code,
+                PEER_HELLO
+                    | APPEND_ENTRIES
+                    | VOTE
+                    | INSTALL_SNAPSHOT
+                    | PROBE
+                    | FORWARDED_WRITE
+                    | ROUTE_DIGEST
+                    | ROUTE_PULL
+            )
+        }
+    }
+}
+
 /// Response codes a NameServer or a controller answers with.
 pub mod response {
     pub const SUCCESS: i32 = 0;

@@ -137,7 +137,9 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
         // Blocking: it reads the journal's files.
         req::ROUTE_JOURNAL => Facts::new(|s, _, r| journal::query(s, r)).blocking(),
-        c if crate::kv_group::codes::is_peer_code(c) => Facts::new(peer::serve).blocking(),
+        c if rocketmq_wire::codes::peer::namesrv::is_peer_code(c) => {
+            Facts::new(peer::serve).blocking()
+        }
         _ => return None,
     };
     Some(facts)

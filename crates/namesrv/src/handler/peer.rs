@@ -1,16 +1,16 @@
 //! The traffic between NameServers that agree: the KV group's Raft requests and writes passed
-//! on to its leader (`kv_group::codes`), and the route exchange's digests and pulls
-//! (`peer_routes::codes`). Taken from the members of `namesrvPeers` only, and only when peers
-//! are configured.
+//! on to its leader, and the route exchange's digests and pulls
+//! (`rocketmq_wire::codes::peer::namesrv`). Taken from the members of `namesrvPeers` only, and
+//! only when peers are configured.
 
+use rocketmq_wire::codes::peer::namesrv::{self as codes, PEER_HELLO};
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
-use crate::kv_group::codes;
-use crate::peer_routes::{self, codes as route_codes};
+use crate::peer_routes;
 use crate::state::State;
-use rocketmq_raft::peer_auth::PEER_HELLO;
+use rocketmq_raft::trust::RefusalLog;
 
 pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let Some(group) = &state.kv_group else {
@@ -24,7 +24,10 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     // A forged vote with a high term would depose the leader, a forged write skip the
     // signature check its first NameServer made.
     if !handle.block_on(group.is_peer(c.origin.peer)) {
-        tracing::warn!(from = %c.origin.peer, code = r.code, "KV group request from a non-member refused");
+        static TOLD: RefusalLog = RefusalLog::new();
+        if let Some(refused) = TOLD.tell() {
+            tracing::warn!(from = %c.origin.peer, code = r.code, refused, "KV group requests from a non-member refused (refused: how many since the last such line)");
+        }
         return Ok(
             RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(
                 "KV group requests are accepted from the NameServers of namesrvPeers only",
@@ -42,7 +45,10 @@ pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
         }
         (Some(sessions), _) => {
             if let Err(why) = sessions.check(conn, r) {
-                tracing::warn!(from = %c.origin.peer, code = r.code, why, "unproven peer request refused");
+                static TOLD: RefusalLog = RefusalLog::new();
+                if let Some(refused) = TOLD.tell() {
+                    tracing::warn!(from = %c.origin.peer, code = r.code, why, refused, "unproven peer requests refused (refused: how many since the last such line)");
+                }
                 return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(why));
             }
         }
@@ -66,11 +72,11 @@ fn answer(
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold
         // what they undid, dated later than the change: its peers must not take them.
-        route_codes::ROUTE_DIGEST if !group.caught_up() => {
+        codes::ROUTE_DIGEST if !group.caught_up() => {
             RemotingCommand::response_to(r, resp::SYSTEM_ERROR)
                 .with_remark("this NameServer has not caught up with its KV group yet")
         }
-        route_codes::ROUTE_DIGEST => {
+        codes::ROUTE_DIGEST => {
             let since = r.ext(peer_routes::SINCE).and_then(|s| s.parse().ok());
             match peer_routes::digest_since(state, since) {
                 None => ok().with_ext(peer_routes::UNCHANGED, "true"),
@@ -80,7 +86,7 @@ fn answer(
                     .with_body(serde_json::to_vec(&digest)?),
             }
         }
-        route_codes::ROUTE_PULL => {
+        codes::ROUTE_PULL => {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             // An asker that does not say takes what a first answer holds.

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rocketmq_wire::body::{DataVersion, RegisterBrokerBody, TopicConfigWrapper};
 use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::peer::namesrv as codes;
 use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
 use serde::{Deserialize, Serialize};
@@ -756,15 +757,6 @@ fn take_over(state: &State, rec: &Record, peer: &str) -> bool {
             false
         }
     }
-}
-
-/// The route exchange's request codes, beside the KV group's (`kv_group::codes`).
-pub mod codes {
-    /// The asked NameServer's digest: a JSON list of `Heard`.
-    pub const ROUTE_DIGEST: i32 = 1220;
-    /// The registrations of the brokers in the body (a JSON list of `Heard`): a JSON list of
-    /// `Record`.
-    pub const ROUTE_PULL: i32 = 1221;
 }
 
 /// The exchange's series on `/metrics`.
