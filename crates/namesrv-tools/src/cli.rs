@@ -52,6 +52,9 @@ pub enum Command {
     /// One broker registering a large table in chunks, as with enableSplitRegistration: time to
     /// apply a round, route p99 during the rounds against idle
     Split(SplitArgs),
+    /// NameServers that agree, with the embedded controller, while a fleet registers with all of
+    /// them at once and a client writes KV entries: elections, quorum contact ages, KV latency
+    Consensus(ConsensusArgs),
     /// Serve a fixed route-sized answer to every request: the ceiling of any NameServer here
     Canned(CannedArgs),
     /// Write BENCHMARKS.md from a results directory produced by scripts/bench
@@ -106,6 +109,9 @@ pub struct FleetArgs {
     /// --topics is then the number of topics in all
     #[arg(long)]
     pub distinct_routes: bool,
+    /// With --distinct-routes: on how many quarters of the brokers each topic is, about (1 to 4)
+    #[arg(long, default_value_t = 2)]
+    pub route_quarters: u64,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -154,6 +160,30 @@ pub struct StormArgs {
     /// Seconds the route lookups run from the start of the storm, and again once it is over
     #[arg(long, default_value_t = 5.0)]
     pub window_secs: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct ConsensusArgs {
+    /// The NameServers' remoting addresses; every broker registers with every one
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub addrs: Vec<String>,
+    /// Their HTTP addresses, in the same order, for their metrics
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub http: Vec<String>,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Which NameServer (0-based) the KV writes go through
+    #[arg(long, default_value_t = 0)]
+    pub writer: usize,
+    /// Milliseconds between two KV writes' starts (each waits for its answer)
+    #[arg(long, default_value_t = 20)]
+    pub write_every_ms: u64,
+    /// Seconds of writes before the fleet starts registering
+    #[arg(long, default_value_t = 2.0)]
+    pub lead_in_secs: f64,
+    /// Seconds of writes once every NameServer has answered the whole fleet
+    #[arg(long, default_value_t = 5.0)]
+    pub after_secs: f64,
 }
 
 #[derive(Args, Debug)]

@@ -47,6 +47,8 @@ pub struct Layout {
     /// Every topic has a route of its own: a subset of the brokers, each with its own queue
     /// count. `topics_per_broker` is then the number of topics in all.
     pub distinct: bool,
+    /// With distinct routes, on how many quarters of the brokers a topic is, about.
+    pub quarters: u64,
 }
 
 /// A well-mixed number from two, so that distinct routes look random but repeat run to run.
@@ -74,6 +76,7 @@ impl Layout {
             queues,
             slaves: false,
             distinct: false,
+            quarters: 2,
         }
     }
 
@@ -87,6 +90,7 @@ impl Layout {
         Layout {
             slaves: args.slaves,
             distinct: args.distinct_routes,
+            quarters: args.route_quarters.clamp(1, 4),
             ..Layout::new(args.brokers, args.topics, group_size, args.queues)
         }
     }
@@ -146,11 +150,12 @@ impl Layout {
                 .map(|i| (Layout::topic(group, i), self.queues))
                 .collect();
         }
-        // Each topic on about half the brokers (at least one), with 1 to 16 queues on each.
+        // Each topic on about `quarters` quarters of the brokers (at least one), with 1 to 16
+        // queues on each.
+        let on = |i: usize, broker: usize| mix(i, broker) % 4 < self.quarters;
         (0..self.topics_per_broker)
             .filter(|&i| {
-                mix(i, group).is_multiple_of(2)
-                    || (0..self.brokers).all(|b| mix(i, b) % 2 == 1) && i % self.brokers == group
+                on(i, group) || (0..self.brokers).all(|b| !on(i, b)) && i % self.brokers == group
             })
             .map(|i| {
                 (
@@ -381,7 +386,37 @@ pub struct Fleet {
     pub form: BodyForm,
     members: Vec<Arc<Member>>,
     bodies: Vec<Bytes>,
-    tables: Vec<Vec<(String, i32)>>,
+    tables: Arc<Vec<Vec<(String, i32)>>>,
+}
+
+/// A fleet's registration bodies and tables, built once, to register with one NameServer or
+/// with several (building them is the generator's work, not a server's).
+pub struct Prepared {
+    layout: Layout,
+    form: BodyForm,
+    bodies: Vec<Bytes>,
+    tables: Arc<Vec<Vec<(String, i32)>>>,
+}
+
+impl Prepared {
+    pub fn new(args: &FleetArgs) -> Self {
+        let layout = Layout::from_args(args);
+        let data_version = fresh_data_version(1);
+        let bodies = (0..layout.groups())
+            .map(|g| layout.register_body(g, data_version, args.body))
+            .collect();
+        let tables = Arc::new((0..layout.groups()).map(|g| layout.table(g)).collect());
+        Prepared {
+            layout,
+            form: args.body,
+            bodies,
+            tables,
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
 }
 
 impl Fleet {
@@ -390,13 +425,19 @@ impl Fleet {
         addr: &str,
         args: &FleetArgs,
     ) -> anyhow::Result<(Fleet, RegistrationReport)> {
-        let layout = Layout::from_args(args);
-        let data_version = fresh_data_version(1);
-        let bodies: Vec<Bytes> = (0..layout.groups())
-            .map(|g| layout.register_body(g, data_version, args.body))
-            .collect();
+        Fleet::register_prepared(addr, &Prepared::new(args), args.register_concurrency).await
+    }
+
+    /// Registers a prepared fleet with `addr`, `concurrency` registrations at once.
+    pub async fn register_prepared(
+        addr: &str,
+        prepared: &Prepared,
+        concurrency: usize,
+    ) -> anyhow::Result<(Fleet, RegistrationReport)> {
+        let layout = prepared.layout.clone();
+        let bodies = prepared.bodies.clone();
         let ids: &[i64] = if layout.slaves { &[0, 1] } else { &[0] };
-        let form = args.body;
+        let form = prepared.form;
         let started = Instant::now();
         // Each broker connects when it registers, as a real broker does: a connection opened long
         // before its first request looks like a silent one to a server that bounds those.
@@ -417,18 +458,17 @@ impl Fleet {
                     anyhow::Ok((member, took))
                 }
             }))
-            .buffer_unordered(args.register_concurrency.max(1))
+            .buffer_unordered(concurrency.max(1))
             .try_collect()
             .await?;
         let (mut members, latencies): (Vec<Arc<Member>>, Vec<Duration>) =
             joined.into_iter().unzip();
         members.sort_by_key(|m| (m.broker, m.id));
-        let tables = (0..layout.groups()).map(|g| layout.table(g)).collect();
         let fleet = Fleet {
             form,
             members,
             bodies,
-            tables,
+            tables: prepared.tables.clone(),
             layout,
         };
         let mut latency = Latency::default();

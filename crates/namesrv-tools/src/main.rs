@@ -52,6 +52,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Rounds(args) => runtime.block_on(scenario::rounds::run(&args))?,
         cli::Command::Storm(args) => runtime.block_on(scenario::storm::run(&args))?,
         cli::Command::Split(args) => runtime.block_on(scenario::split::run(&args))?,
+        cli::Command::Consensus(args) => runtime.block_on(scenario::consensus::run(&args))?,
         cli::Command::Large(args) => runtime.block_on(scenario::large::run(&args))?,
         cli::Command::Canned(args) => runtime.block_on(canned::run(&args))?,
         cli::Command::Report(args) => return report::run(&args),

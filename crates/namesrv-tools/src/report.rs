@@ -733,6 +733,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "{}", peers.trim())?;
     }
 
+    // Consensus under a registration storm is measured by scripts/bench-peers too, in a section
+    // of its own.
+    if let Ok(consensus) = std::fs::read_to_string(args.results.join("consensus.md")) {
+        writeln!(w, "\n## Consensus under a registration storm\n")?;
+        writeln!(w, "{}", consensus.trim())?;
+    }
+
     // The rolling restart in the pod simulation is measured by scripts/bench-kube, likewise; its
     // text carries its own heading.
     if let Ok(kube) = std::fs::read_to_string(args.results.join("kube.md")) {

@@ -95,3 +95,32 @@ fn kv_stream_reads_every_acknowledged_write_back() {
     assert_eq!(result["lost_anywhere"], 0, "{result}");
     assert_eq!(result["lost"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_split_round_is_applied_whole_and_timed_against_our_server() {
+    let server = Server::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
+        .args([
+            "split",
+            "--addr",
+            &server.addr,
+            "--topics",
+            "2000",
+            "--chunk",
+            "800",
+        ])
+        .args(["--window-secs", "1", "--conns", "2", "--depth", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nsbench split failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 800 + 800 + the last 400.
+    assert_eq!(result["registrations_a_round"], 3);
+    assert!(result["periodic_rounds"]["rounds"].as_u64().unwrap() >= 1);
+    assert_eq!(result["periodic_rounds"]["lookups"]["failed"], 0);
+    assert_eq!(result["idle_lookups"]["not_registered_yet"], 0);
+}

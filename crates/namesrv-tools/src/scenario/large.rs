@@ -12,10 +12,8 @@ use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use super::{measure, route_load, rss_kib, timed_topic_list, LIST_TIMEOUT};
+use super::{http_get, measure, metric, route_load, rss_kib, timed_topic_list, LIST_TIMEOUT};
 use crate::cli::LargeArgs;
 use crate::fleet::{expect_success, Fleet, CLUSTER};
 use crate::stats::median;
@@ -114,40 +112,13 @@ async fn cold_pass(addr: &str, topics: &[String]) -> anyhow::Result<Value> {
     Ok(json!({ "seconds": seconds, "qps": topics.len() as f64 / seconds }))
 }
 
-/// A sample's value from the server's metrics.
-async fn metric(http: &str, name: &str) -> anyhow::Result<Option<f64>> {
-    let text = get(http, "/metrics").await?;
-    let text = String::from_utf8_lossy(&text);
-    Ok(text.lines().find_map(|line| {
-        let (sample, value) = line.split_once(' ')?;
-        (sample == name)
-            .then(|| value.trim().parse().ok())
-            .flatten()
-    }))
-}
-
-/// GET `path`, read to its end.
-async fn get(http: &str, path: &str) -> anyhow::Result<Vec<u8>> {
-    let mut stream = TcpStream::connect(http).await?;
-    let ask = format!("GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n");
-    stream.write_all(ask.as_bytes()).await?;
-    let mut answer = Vec::new();
-    tokio::time::timeout(LIST_TIMEOUT, stream.read_to_end(&mut answer)).await??;
-    anyhow::ensure!(
-        answer.starts_with(b"HTTP/1.0 200") || answer.starts_with(b"HTTP/1.1 200"),
-        "GET {path}: {}",
-        String::from_utf8_lossy(&answer[..answer.len().min(80)])
-    );
-    Ok(answer)
-}
-
 /// GETs `path` `runs` times, each on a connection of its own read to its end.
 async fn timed_page(http: &str, path: &str, runs: usize) -> anyhow::Result<Value> {
     let mut millis = Vec::with_capacity(runs);
     let mut bytes = 0;
     for _ in 0..runs.max(1) {
         let started = Instant::now();
-        bytes = get(http, path).await?.len();
+        bytes = http_get(http, path).await?.len();
         millis.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     Ok(json!({

@@ -1,6 +1,7 @@
 //! One module per measurement; each returns the JSON document `scripts/bench` keeps.
 
 pub mod agreement;
+pub mod consensus;
 pub mod kv_stream;
 pub mod kv_writes;
 pub mod large;
@@ -86,6 +87,39 @@ pub fn lookups_summary(run: &RouteRun) -> serde_json::Value {
         "failed": run.failures.count - run.not_found,
         "failures": run.failures,
     })
+}
+
+/// GET `path` at `http` (HTTP/1.0, so that the server closes), read to its end; anything but 200
+/// is an error.
+pub async fn http_get(http: &str, path: &str) -> anyhow::Result<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(http).await?;
+    let ask = format!("GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n");
+    stream.write_all(ask.as_bytes()).await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(LIST_TIMEOUT, stream.read_to_end(&mut answer)).await??;
+    anyhow::ensure!(
+        answer.starts_with(b"HTTP/1.0 200") || answer.starts_with(b"HTTP/1.1 200"),
+        "GET {path}: {}",
+        String::from_utf8_lossy(&answer[..answer.len().min(80)])
+    );
+    Ok(answer)
+}
+
+/// The value of the sample `name` (without labels) in a metrics text.
+pub fn sample(metrics: &str, name: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let (sample, value) = line.split_once(' ')?;
+        (sample == name)
+            .then(|| value.trim().parse().ok())
+            .flatten()
+    })
+}
+
+/// A sample's value from the server's metrics.
+pub async fn metric(http: &str, name: &str) -> anyhow::Result<Option<f64>> {
+    let text = http_get(http, "/metrics").await?;
+    Ok(sample(&String::from_utf8_lossy(&text), name))
 }
 
 pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
