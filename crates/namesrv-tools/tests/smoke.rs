@@ -9,27 +9,33 @@ use std::process::{Command, Stdio};
 use namesrv_testkit::*;
 use serde_json::Value;
 
-fn nsbench_route(addr: &str, extra: &[&str]) -> Value {
+/// Runs nsbench with `args`: it must succeed and print one JSON document, returned.
+fn nsbench(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
-        .args(["route", "--addr", addr, "--brokers", "2", "--topics", "50"])
-        .args([
-            "--warmup-secs",
-            "0.2",
-            "--duration-secs",
-            "2",
-            "--runs",
-            "1",
-        ])
-        .args(["--require-clean", "--topic-list-runs", "1"])
-        .args(extra)
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "nsbench failed: {}",
+        "nsbench {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn nsbench_route(addr: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["route", "--addr", addr, "--brokers", "2", "--topics", "50"];
+    args.extend([
+        "--warmup-secs",
+        "0.2",
+        "--duration-secs",
+        "2",
+        "--runs",
+        "1",
+    ]);
+    args.extend(["--require-clean", "--topic-list-runs", "1"]);
+    args.extend(extra);
+    nsbench(&args)
 }
 
 #[test]
@@ -59,37 +65,42 @@ fn canned_server_answers_the_route_load() {
         .and_then(|rest| rest.split_whitespace().next())
         .expect("a readiness line with the address")
         .to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
-        .args(["route", "--addr", &addr, "--brokers", "2", "--topics", "50"])
-        .args(["--warmup-secs", "0", "--duration-secs", "1", "--runs", "1"])
-        .args(["--reregister-secs", "0", "--require-clean"])
-        .output()
-        .unwrap();
+    let result = nsbench(&[
+        "route",
+        "--addr",
+        &addr,
+        "--brokers",
+        "2",
+        "--topics",
+        "50",
+        "--warmup-secs",
+        "0",
+        "--duration-secs",
+        "1",
+        "--runs",
+        "1",
+        "--reregister-secs",
+        "0",
+        "--require-clean",
+    ]);
     canned.kill().unwrap();
     canned.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(result["route"]["median_qps"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
 fn kv_stream_reads_every_acknowledged_write_back() {
     let server = Server::start();
-    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
-        .args(["kv-stream", "--addrs", &format!("{0},{0}", server.addr)])
-        .args(["--duration-secs", "1", "--settle-secs", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let addrs = format!("{0},{0}", server.addr);
+    let result = nsbench(&[
+        "kv-stream",
+        "--addrs",
+        &addrs,
+        "--duration-secs",
+        "1",
+        "--settle-secs",
+        "1",
+    ]);
     assert!(result["acknowledged"].as_u64().unwrap() > 10, "{result}");
     assert_eq!(result["refused"]["count"], 0, "{result}");
     assert_eq!(result["lost_anywhere"], 0, "{result}");
@@ -99,25 +110,21 @@ fn kv_stream_reads_every_acknowledged_write_back() {
 #[test]
 fn a_split_round_is_applied_whole_and_timed_against_our_server() {
     let server = Server::start();
-    let out = Command::new(env!("CARGO_BIN_EXE_nsbench"))
-        .args([
-            "split",
-            "--addr",
-            &server.addr,
-            "--topics",
-            "2000",
-            "--chunk",
-            "800",
-        ])
-        .args(["--window-secs", "1", "--conns", "2", "--depth", "2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "nsbench split failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let result = nsbench(&[
+        "split",
+        "--addr",
+        &server.addr,
+        "--topics",
+        "2000",
+        "--chunk",
+        "800",
+        "--window-secs",
+        "1",
+        "--conns",
+        "2",
+        "--depth",
+        "2",
+    ]);
     // 800 + 800 + the last 400.
     assert_eq!(result["registrations_a_round"], 3);
     assert!(result["periodic_rounds"]["rounds"].as_u64().unwrap() >= 1);
