@@ -40,10 +40,16 @@ pub fn free_port() -> u16 {
     const FIRST: u32 = 20_000;
     const COUNT: u32 = 12_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let start = std::process::id().wrapping_mul(7919)
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
+    // Where this process starts in the range, fixed once: the counter then hands each caller of
+    // the process its own port. Taken again at each call, two tests starting at once could both
+    // be given a port that was free when each looked, and the second server to bind it fail.
+    static START: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::process::id().wrapping_mul(7919)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+    });
     for _ in 0..COUNT {
         let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(start);
         let port = (FIRST + n % COUNT) as u16;
