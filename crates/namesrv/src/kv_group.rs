@@ -517,7 +517,8 @@ impl KvGroup {
                 break false;
             }
         };
-        if let Err(e) = self.sync(local) {
+        // A file write: not on a worker other connections wait for.
+        if let Err(e) = crate::offload::now(|| self.sync(local)) {
             tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             return Err(WriteFailed(format!(
                 "KV write committed, but this NameServer cannot write its KV file: {e}"
@@ -561,7 +562,7 @@ impl KvGroup {
             }
             let _ =
                 tokio::time::timeout(left.min(Duration::from_millis(50)), metrics.changed()).await;
-            if let Err(e) = self.sync(local) {
+            if let Err(e) = crate::offload::now(|| self.sync(local)) {
                 tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             }
         }

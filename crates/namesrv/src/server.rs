@@ -319,28 +319,41 @@ async fn serve_frames<R, W>(
                                 drop(permit);
                                 response
                             };
+                            // A request that waits on consensus is served as a task (as from
+                            // a small frame), its decode budget given back once decoded.
+                            let decide = move |request: RemotingCommand| {
+                                if handler::waits_on_consensus(&request) {
+                                    Decoded::Agreed(request)
+                                } else {
+                                    Decoded::Served(serve(request))
+                                }
+                            };
                             let served = if payload.len() <= INLINE_FRAME
                                 && payload_header_len(&payload) <= SMALL_FRAME
                             {
                                 match decode_payload(payload) {
-                                    Ok(request) if handler::moves_its_own_work(&request) => {
-                                        Ok(Ok(serve(request)))
+                                    Ok(request)
+                                        if handler::moves_its_own_work(&request)
+                                            || handler::waits_on_consensus(&request) =>
+                                    {
+                                        Ok(Ok(decide(request)))
                                     }
                                     Ok(request) => {
-                                        offload::off_the_reactor(move || Ok(serve(request))).await
+                                        offload::off_the_reactor(move || Ok(decide(request))).await
                                     }
                                     Err(e) => Ok(Err(e)),
                                 }
                             } else {
-                                offload::off_the_reactor(move || decode_payload(payload).map(serve))
+                                offload::off_the_reactor(move || decode_payload(payload).map(decide))
                                     .await
                             };
                             match served {
-                                Ok(Ok(response)) => {
+                                Ok(Ok(Decoded::Served(response))) => {
                                     if let Some(response) = response {
                                         conn.push(&response);
                                     }
                                 }
+                                Ok(Ok(Decoded::Agreed(request))) => conn.accept(request).await,
                                 Ok(Err(e)) => {
                                     warn!(conn = conn.origin.conn, "closing connection on a bad frame: {e}");
                                     return;
@@ -401,6 +414,12 @@ async fn serve_frames<R, W>(
     .await;
 }
 
+/// A large frame's request, decoded: answered where it was decoded, or to be served as a task.
+enum Decoded {
+    Served(Option<RemotingCommand>),
+    Agreed(RemotingCommand),
+}
+
 /// Bytes of answers gathered before they are written even if more requests are waiting.
 const WRITE_BATCH: usize = 64 * 1024;
 /// An idle connection's read buffer larger than this is given back.
@@ -431,23 +450,26 @@ impl Connection<'_> {
             // Nothing the server sends on inbound connections expects an answer.
             return;
         }
+        if handler::waits_on_consensus(&request) {
+            let Some(permit) = self.permit().await else {
+                return;
+            };
+            let (state, origin, tx) = (self.state.clone(), self.origin, self.done.0.clone());
+            tokio::spawn(async move {
+                if let Some(response) = handler::serve(&state, origin, &request).await {
+                    let _ = tx.send((response, permit)).await;
+                }
+            });
+            return;
+        }
         if !handler::may_block(&request) {
             if let Some(response) = handler::handle(self.state, self.origin, &request) {
                 self.push(&response);
             }
             return;
         }
-        // Every permit may be held by an answer waiting in the channel: take answers while
-        // waiting, or the reader would wait on itself.
-        let permit = loop {
-            tokio::select! {
-                biased;
-                Some((response, _permit)) = self.done.1.recv() => self.push(&response),
-                permit = self.blocking.clone().acquire_owned() => match permit {
-                    Ok(permit) => break permit,
-                    Err(_) => return,
-                },
-            }
+        let Some(permit) = self.permit().await else {
+            return;
         };
         let (state, origin, tx) = (self.state.clone(), self.origin, self.done.0.clone());
         tokio::spawn(async move {
@@ -459,5 +481,18 @@ impl Connection<'_> {
                 let _ = tx.send((response, permit)).await;
             }
         });
+    }
+
+    /// A place among the connection's requests in flight; `None` once the server closes.
+    async fn permit(&mut self) -> Option<OwnedSemaphorePermit> {
+        // Every permit may be held by an answer waiting in the channel: take answers while
+        // waiting, or the reader would wait on itself.
+        loop {
+            tokio::select! {
+                biased;
+                Some((response, _permit)) = self.done.1.recv() => self.push(&response),
+                permit = self.blocking.clone().acquire_owned() => return permit.ok(),
+            }
+        }
     }
 }

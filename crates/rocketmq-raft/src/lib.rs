@@ -8,8 +8,9 @@
 //!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
 //! - [`members`]: who the members are, as a config file lists them, and which of them this node is;
 //! - [`metrics`]: a group's Prometheus series under the user's prefix;
-//! - [`store`]: the node's log, vote and snapshots in one redb database, and the in-memory state
-//!   machine rebuilt from them;
+//! - [`store`]: the node's log, vote and snapshots in one redb database (written on threads of
+//!   its own, never queued behind the host's blocking work), and the in-memory state machine
+//!   rebuilt from them;
 //! - [`network`]: Raft requests as remoting frames on the peer port, under the codes of [`Codes`];
 //! - [`trust`]: which addresses speak for the members now, their names resolved again and again;
 //! - [`peer_auth`]: links between members sealed with a cluster secret, so that a member proves

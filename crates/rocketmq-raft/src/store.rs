@@ -55,11 +55,39 @@ pub fn open(dir: &Path) -> anyhow::Result<Arc<Database>> {
     Ok(Arc::new(db))
 }
 
-/// Runs a database operation off the async workers: a commit waits for fsync.
+/// Runs a database operation off the async workers (a commit waits for fsync), on threads of its
+/// own: on the host's blocking pool it would queue behind whatever else the host runs there (a
+/// NameServer decodes large registrations on it), and a log append or a vote that waits there is
+/// a heartbeat answered late, a leader's lease lost.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> StoreResult<T> + Send + 'static,
 ) -> StoreResult<T> {
-    tokio::task::spawn_blocking(f).await.map_err(io_error)?
+    match store_threads() {
+        Some(threads) => threads.spawn_blocking(f).await,
+        None => tokio::task::spawn_blocking(f).await,
+    }
+    .map_err(io_error)?
+}
+
+/// The runtime whose blocking threads run every group's database operations; `None` (and the
+/// host's pool is used) when the system would not give it a thread.
+fn store_threads() -> Option<&'static tokio::runtime::Handle> {
+    static THREADS: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    THREADS
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                // Two groups (the KV group and the controller) each write one transaction at a
+                // time; reads of the log for replication run beside them.
+                .max_blocking_threads(8)
+                .thread_name("raft-store")
+                .build()
+                .map_err(|e| tracing::warn!("no threads of its own for the Raft store: {e}"))
+                .ok()
+        })
+        .as_ref()
+        .map(tokio::runtime::Runtime::handle)
 }
 
 fn get_meta<T: for<'de> Deserialize<'de>>(db: &Database, key: &str) -> StoreResult<Option<T>> {
@@ -492,6 +520,41 @@ mod tests {
         let applied = applied.read();
         assert_eq!(applied.state.0, 12);
         assert_eq!(applied.last_applied.map(|l| l.index), Some(3));
+    }
+
+    /// The host's blocking pool, every thread of it busy for seconds (as a NameServer's is while
+    /// a fleet's registrations are decoded), does not hold up a vote or a log append.
+    #[test]
+    fn the_log_is_written_while_the_host_s_blocking_pool_is_busy() {
+        let host = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        host.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = LogStore::<Toy>::new(open(dir.path()).unwrap());
+            let (busy_tx, busy_rx) = std::sync::mpsc::channel::<()>();
+            let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+            let busy = tokio::task::spawn_blocking(move || {
+                let _ = started_tx.send(());
+                let _ = busy_rx.recv_timeout(std::time::Duration::from_secs(30));
+            });
+            started_rx.await.unwrap();
+            let began = std::time::Instant::now();
+            let vote = Vote::new(3, 1);
+            let saved = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                log.save_vote(&vote).await.unwrap();
+                log.read_vote().await.unwrap()
+            })
+            .await;
+            let took = began.elapsed();
+            busy_tx.send(()).unwrap();
+            busy.await.unwrap();
+            assert_eq!(saved.expect("the vote was never saved"), Some(vote));
+            assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+        });
     }
 
     fn snapshot_at(index: u64) -> StoredSnapshot {

@@ -12,6 +12,7 @@ use super::{success, HandlerResult};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::kv_group::{KvCommand, KvGroup, WriteFailed};
+use crate::offload;
 use crate::state::State;
 
 /// Routes show the order config, so a change to it must reach cached routes.
@@ -22,29 +23,32 @@ fn after_change(state: &State, namespace: &str) {
     }
 }
 
-/// A write through the NameServers' KV group: answered once a majority has it. Served on the
-/// blocking pool (`Facts::blocking`), where waiting for the group is allowed.
-fn replicate(state: &State, group: &KvGroup, cmd: KvCommand) -> Result<(), WriteFailed> {
-    tokio::runtime::Handle::current().block_on(group.write(state, cmd))
+/// A write through the NameServers' KV group: answered once a majority has it.
+async fn replicate(state: &State, group: &KvGroup, cmd: KvCommand) -> Result<(), WriteFailed> {
+    group.write(state, cmd).await
 }
 
-pub fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
     let PutKvConfigHeader {
         namespace: ns,
         key,
         value,
     } = PutKvConfigHeader::from_command(r)?;
     match &state.kv_group {
-        Some(group) => replicate(
-            state,
-            group,
-            KvCommand::Put {
-                namespace: ns.to_string(),
-                key: key.to_string(),
-                value: value.map(String::from),
-            },
-        )?,
-        None => state.kv.put(ns, key, value)?,
+        Some(group) => {
+            replicate(
+                state,
+                group,
+                KvCommand::Put {
+                    namespace: ns.to_string(),
+                    key: key.to_string(),
+                    value: value.map(String::from),
+                },
+            )
+            .await?
+        }
+        // A file write: not on a worker other connections wait for.
+        None => offload::now(|| state.kv.put(ns, key, value))?,
     }
     after_change(state, ns);
     // A put without a value removes the key, as in Java.
@@ -71,18 +75,21 @@ pub fn get(state: &State, r: &RemotingCommand) -> HandlerResult {
     })
 }
 
-pub fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
+pub async fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
     match &state.kv_group {
-        Some(group) => replicate(
-            state,
-            group,
-            KvCommand::Delete {
-                namespace: ns.to_string(),
-                key: key.to_string(),
-            },
-        )?,
-        None => state.kv.delete(ns, key)?,
+        Some(group) => {
+            replicate(
+                state,
+                group,
+                KvCommand::Delete {
+                    namespace: ns.to_string(),
+                    key: key.to_string(),
+                },
+            )
+            .await?
+        }
+        None => offload::now(|| state.kv.delete(ns, key))?,
     }
     after_change(state, ns);
     state

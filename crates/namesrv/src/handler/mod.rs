@@ -10,9 +10,12 @@ mod perm;
 mod route;
 mod topic;
 
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::time::Instant;
 
+use rocketmq_wire::codes::peer::namesrv as peer_codes;
 use rocketmq_wire::codes::{request as req, response as resp, version};
 use rocketmq_wire::RemotingCommand;
 
@@ -49,10 +52,26 @@ pub struct Context {
 
 type Handler = fn(&State, Context, &RemotingCommand) -> HandlerResult;
 
+/// A handler that waits for a consensus group to commit (a Raft request, a KV or admin write).
+type Agreed = for<'a> fn(
+    &'a State,
+    Context,
+    &'a RemotingCommand,
+) -> Pin<Box<dyn Future<Output = HandlerResult> + Send + 'a>>;
+
+#[derive(Clone, Copy)]
+enum Serve {
+    Now(Handler),
+    /// Served as a task on the async workers: its wait holds no thread, and it never queues on
+    /// the blocking pool behind the registrations decoded there (a Raft heartbeat that waits
+    /// for a thread there is a leader losing its lease).
+    Agreed(Agreed),
+}
+
 /// Everything the server knows about one request code.
 #[derive(Clone, Copy)]
 pub struct Facts {
-    handler: Handler,
+    serve: Serve,
     /// Disk writes, large bodies or walks over every topic: served off the connection's
     /// reader, where it would delay route lookups.
     pub blocking: bool,
@@ -68,13 +87,23 @@ pub struct Facts {
 
 impl Facts {
     const fn new(handler: Handler) -> Self {
+        Facts::with(Serve::Now(handler))
+    }
+    const fn agreed(handler: Agreed) -> Self {
+        Facts::with(Serve::Agreed(handler))
+    }
+    const fn with(serve: Serve) -> Self {
         Facts {
-            handler,
+            serve,
             blocking: false,
             moves_its_own_work: false,
             changes_state: false,
             extends_liveness: false,
         }
+    }
+    /// Whether the request waits for a consensus group (see `Serve::Agreed`).
+    pub const fn waits_on_consensus(&self) -> bool {
+        matches!(self.serve, Serve::Agreed(_))
     }
     const fn blocking(mut self) -> Self {
         self.blocking = true;
@@ -98,13 +127,11 @@ impl Facts {
 /// request. `None` for codes the NameServer does not serve.
 pub fn facts(code: i32) -> Option<Facts> {
     let facts = match code {
-        req::PUT_KV_CONFIG => Facts::new(|s, _, r| kv::put(s, r))
-            .blocking()
-            .changes_state(),
+        req::PUT_KV_CONFIG => Facts::agreed(|s, _, r| Box::pin(kv::put(s, r))).changes_state(),
         req::GET_KV_CONFIG => Facts::new(|s, _, r| kv::get(s, r)),
-        req::DELETE_KV_CONFIG => Facts::new(|s, _, r| kv::delete(s, r))
-            .blocking()
-            .changes_state(),
+        req::DELETE_KV_CONFIG => {
+            Facts::agreed(|s, _, r| Box::pin(kv::delete(s, r))).changes_state()
+        }
         req::GET_KVLIST_BY_NAMESPACE => Facts::new(|s, _, r| kv::list(s, r)),
         req::REGISTER_BROKER => Facts::new(|s, c, r| broker::register(s, c.origin, r))
             .moves_its_own_work()
@@ -116,14 +143,22 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_BROKER_MEMBER_GROUP => Facts::new(|s, _, r| broker::member_group(s, r)),
         req::GET_ROUTEINFO_BY_TOPIC => Facts::new(|s, _, r| route::topic_route(s, r)),
         req::GET_BROKER_CLUSTER_INFO => Facts::new(|s, _, r| route::cluster_info(s, r)),
-        req::WIPE_WRITE_PERM_OF_BROKER => Facts::new(perm::wipe).blocking().changes_state(),
-        req::ADD_WRITE_PERM_OF_BROKER => Facts::new(perm::add).blocking().changes_state(),
+        req::WIPE_WRITE_PERM_OF_BROKER => {
+            Facts::agreed(|s, c, r| Box::pin(perm::wipe(s, c, r))).changes_state()
+        }
+        req::ADD_WRITE_PERM_OF_BROKER => {
+            Facts::agreed(|s, c, r| Box::pin(perm::add(s, c, r))).changes_state()
+        }
         req::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => {
             Facts::new(|s, _, r| topic::all(s, r)).blocking()
         }
-        // Blocking: with peers they wait for the KV group (`admin_change`).
-        req::DELETE_TOPIC_IN_NAMESRV => Facts::new(topic::delete).blocking().changes_state(),
-        req::REGISTER_TOPIC_IN_NAMESRV => Facts::new(topic::register).blocking().changes_state(),
+        // With peers they wait for the KV group (`admin_change`).
+        req::DELETE_TOPIC_IN_NAMESRV => {
+            Facts::agreed(|s, c, r| Box::pin(topic::delete(s, c, r))).changes_state()
+        }
+        req::REGISTER_TOPIC_IN_NAMESRV => {
+            Facts::agreed(|s, c, r| Box::pin(topic::register(s, c, r))).changes_state()
+        }
         req::GET_TOPICS_BY_CLUSTER => Facts::new(|s, _, r| topic::by_cluster(s, r)).blocking(),
         req::GET_SYSTEM_TOPIC_LIST_FROM_NS => Facts::new(|s, _, r| topic::system(s, r)),
         req::GET_UNIT_TOPIC_LIST
@@ -137,9 +172,11 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
         // Blocking: it reads the journal's files.
         req::ROUTE_JOURNAL => Facts::new(|s, _, r| journal::query(s, r)).blocking(),
-        c if rocketmq_wire::codes::peer::namesrv::is_peer_code(c) => {
-            Facts::new(peer::serve).blocking()
+        // A digest or a pull walks many brokers' routes; the rest wait on the KV group.
+        peer_codes::ROUTE_DIGEST | peer_codes::ROUTE_PULL => {
+            Facts::new(peer::serve_routes).blocking()
         }
+        c if peer_codes::is_peer_code(c) => Facts::agreed(|s, c, r| Box::pin(peer::serve(s, c, r))),
         _ => return None,
     };
     Some(facts)
@@ -156,18 +193,74 @@ pub fn moves_its_own_work(request: &RemotingCommand) -> bool {
     facts(request.code).is_some_and(|f| f.moves_its_own_work)
 }
 
-/// Serves one request; `None` for oneway requests, which are never answered.
+/// Serves one request; `None` for oneway requests, which are never answered. A request that
+/// waits on consensus (`Facts::waits_on_consensus`) goes to [`serve`] instead; here it would
+/// hold this thread until the group answers.
 pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
     let started = Instant::now();
     let facts = facts(request.code);
+    let response = match admit(state, origin, request, facts) {
+        Err(refused) => refused,
+        Ok(context) => answered(
+            request,
+            match facts.map(|f| f.serve) {
+                Some(Serve::Now(handler)) => handler(state, context, request),
+                Some(Serve::Agreed(handler)) => {
+                    tokio::runtime::Handle::current().block_on(handler(state, context, request))
+                }
+                None => Ok(not_supported(request)),
+            },
+        ),
+    };
+    finish(state, request, facts.is_some(), response, started)
+}
+
+/// Serves one request on the async workers, awaiting a consensus group where its handler does.
+pub async fn serve(
+    state: &State,
+    origin: Origin,
+    request: &RemotingCommand,
+) -> Option<RemotingCommand> {
+    let started = Instant::now();
+    let facts = facts(request.code);
+    let response = match admit(state, origin, request, facts) {
+        Err(refused) => refused,
+        Ok(context) => answered(
+            request,
+            match facts.map(|f| f.serve) {
+                Some(Serve::Now(handler)) => handler(state, context, request),
+                Some(Serve::Agreed(handler)) => handler(state, context, request).await,
+                None => Ok(not_supported(request)),
+            },
+        ),
+    };
+    finish(state, request, facts.is_some(), response, started)
+}
+
+/// Whether the request waits on a consensus group (`Facts::waits_on_consensus`).
+pub fn waits_on_consensus(request: &RemotingCommand) -> bool {
+    facts(request.code).is_some_and(|f| f.waits_on_consensus())
+}
+
+/// The context to serve the request in, or the answer that refuses it: GO_AWAY while shutting
+/// down, NO_PERMISSION for an unsigned write when authentication is on.
+fn admit(
+    state: &State,
+    origin: Origin,
+    request: &RemotingCommand,
+    facts: Option<Facts>,
+) -> Result<Context, RemotingCommand> {
     let checked = facts.is_some_and(|f| f.changes_state || f.extends_liveness);
     let signature = match &state.credentials {
         Some(credentials) if checked => Some(credentials.check(request)),
         _ => None,
     };
-    let response = if state.is_shutting_down() && request.version > version::V5_3_1 {
-        RemotingCommand::response_to(request, resp::GO_AWAY).with_remark("please go away")
-    } else if let Some(Err(remark)) = signature
+    if state.is_shutting_down() && request.version > version::V5_3_1 {
+        return Err(
+            RemotingCommand::response_to(request, resp::GO_AWAY).with_remark("please go away")
+        );
+    }
+    if let Some(Err(remark)) = signature
         .as_ref()
         .filter(|_| facts.is_some_and(|f| f.changes_state))
     {
@@ -188,46 +281,58 @@ pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Optio
                     .detail(format!("not authenticated: {remark}")),
             );
         }
-        RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark.clone())
-    } else {
-        let context = Context {
-            origin,
-            may_extend_liveness: signature.as_ref().is_none_or(Result::is_ok),
-        };
-        match facts {
-            Some(f) => (f.handler)(state, context, request),
-            None => Ok(
-                RemotingCommand::response_to(request, resp::REQUEST_CODE_NOT_SUPPORTED)
-                    .with_remark(format!(" request type {} not supported", request.code)),
-            ),
-        }
-        .unwrap_or_else(|SystemError(remark)| {
-            RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
-        })
-    };
-    state.metrics.request(
-        request.code,
-        facts.is_some(),
-        response.code,
-        started.elapsed(),
-    );
+        return Err(
+            RemotingCommand::response_to(request, resp::NO_PERMISSION).with_remark(remark.clone())
+        );
+    }
+    Ok(Context {
+        origin,
+        may_extend_liveness: signature.as_ref().is_none_or(Result::is_ok),
+    })
+}
+
+fn not_supported(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(request, resp::REQUEST_CODE_NOT_SUPPORTED)
+        .with_remark(format!(" request type {} not supported", request.code))
+}
+
+/// A handler's result as the answer: an unexpected failure is SYSTEM_ERROR with its text.
+fn answered(request: &RemotingCommand, result: HandlerResult) -> RemotingCommand {
+    result.unwrap_or_else(|SystemError(remark)| {
+        RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
+    })
+}
+
+/// Counts the request and gives its answer, none for a oneway request.
+fn finish(
+    state: &State,
+    request: &RemotingCommand,
+    known: bool,
+    response: RemotingCommand,
+    started: Instant,
+) -> Option<RemotingCommand> {
+    state
+        .metrics
+        .request(request.code, known, response.code, started.elapsed());
     (!request.is_oneway()).then_some(response)
 }
 
 /// Applies an admin topic change (write permission, topic deletion or registration) here, or,
 /// with peers, through the KV group so that every NameServer applies it; how many topics it
-/// touched here. Served on the blocking pool (`Facts::blocking`), where waiting is allowed.
-fn admin_change(
+/// touched here.
+async fn admin_change(
     state: &State,
     asked: (Context, &RemotingCommand),
     op: crate::kv_group::AdminOp,
 ) -> Result<i64, SystemError> {
     let by = asker(state, asked.0, asked.1);
     match &state.kv_group {
-        Some(group) => tokio::runtime::Handle::current()
-            .block_on(group.admin(state, op, by))
+        Some(group) => group
+            .admin(state, op, by)
+            .await
             .map_err(|e| SystemError(e.to_string())),
-        None => Ok(op.apply(&state.routes, Some(by))),
+        // A broker's every topic may be touched: not on a worker other connections wait for.
+        None => Ok(crate::offload::now(|| op.apply(&state.routes, Some(by)))),
     }
 }
 

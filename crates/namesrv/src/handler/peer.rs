@@ -8,66 +8,99 @@ use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
+use crate::kv_group::KvGroup;
 use crate::peer_routes;
 use crate::state::State;
 use rocketmq_raft::trust::RefusalLog;
 
-pub fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+/// A KV group request (Raft, a forwarded write, the handshake): awaited on the async workers.
+pub async fn serve(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+    let group = match admit(state, c, r).await {
+        Ok(group) => group,
+        Err(refused) => return Ok(refused),
+    };
+    if r.code == PEER_HELLO {
+        // `admit` answers it when there is no secret.
+        if let Some(sessions) = &state.peer_sessions {
+            return Ok(sessions.hello(c.origin.conn, r));
+        }
+    }
+    let answer = match r.code {
+        codes::FORWARDED_WRITE => group.serve_forwarded(r).await,
+        _ => group.serve_raft(r).await,
+    };
+    Ok(sealed(state, c, answer))
+}
+
+/// A route digest or pull: served on the blocking pool (`Facts::blocking`), where it may walk
+/// every broker's routes and wait for the member check.
+pub fn serve_routes(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+    let group = match tokio::runtime::Handle::current().block_on(admit(state, c, r)) {
+        Ok(group) => group,
+        Err(refused) => return Ok(refused),
+    };
+    let answer = routes_answer(state, group, r)?;
+    Ok(sealed(state, c, answer))
+}
+
+/// The KV group, when the request comes from a member that proved who it is; else the answer
+/// that refuses it.
+async fn admit<'a>(
+    state: &'a State,
+    c: Context,
+    r: &RemotingCommand,
+) -> Result<&'a KvGroup, RemotingCommand> {
     let Some(group) = &state.kv_group else {
-        return Ok(
+        return Err(
             RemotingCommand::response_to(r, resp::REQUEST_CODE_NOT_SUPPORTED)
                 .with_remark(format!(" request type {} not supported", r.code)),
         );
     };
-    // Served on the blocking pool (`Facts::blocking`), where waiting for the group is allowed.
-    let handle = tokio::runtime::Handle::current();
     // A forged vote with a high term would depose the leader, a forged write skip the
     // signature check its first NameServer made.
-    if !handle.block_on(group.is_peer(c.origin.peer)) {
+    if !group.is_peer(c.origin.peer).await {
         static TOLD: RefusalLog = RefusalLog::new();
         if let Some(refused) = TOLD.tell() {
             tracing::warn!(from = %c.origin.peer, code = r.code, refused, "KV group requests from a non-member refused (refused: how many since the last such line)");
         }
-        return Ok(
+        return Err(
             RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(
                 "KV group requests are accepted from the NameServers of namesrvPeers only",
             ),
         );
     }
-    let conn = c.origin.conn;
     // Members that share a secret prove who they are on every request (`peer_auth`); the
     // address above is only the second fence.
     match (&state.peer_sessions, r.code) {
-        (Some(sessions), PEER_HELLO) => return Ok(sessions.hello(conn, r)),
+        (Some(_), PEER_HELLO) => {}
         (None, PEER_HELLO) => {
-            return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION)
+            return Err(RemotingCommand::response_to(r, resp::NO_PERMISSION)
                 .with_remark("this NameServer has no peer secret (namesrvPeerSecretPath)"))
         }
         (Some(sessions), _) => {
-            if let Err(why) = sessions.check(conn, r) {
+            if let Err(why) = sessions.check(c.origin.conn, r) {
                 static TOLD: RefusalLog = RefusalLog::new();
                 if let Some(refused) = TOLD.tell() {
                     tracing::warn!(from = %c.origin.peer, code = r.code, why, refused, "unproven peer requests refused (refused: how many since the last such line)");
                 }
-                return Ok(RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(why));
+                return Err(RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(why));
             }
         }
         (None, _) => {}
     }
-    let mut answer = answer(state, group, &handle, r)?;
-    if let Some(sessions) = &state.peer_sessions {
-        sessions.seal_answer(conn, &mut answer);
-    }
-    Ok(answer)
+    Ok(group)
 }
 
-/// The answer to a member's request, taken.
-fn answer(
-    state: &State,
-    group: &crate::kv_group::KvGroup,
-    handle: &tokio::runtime::Handle,
-    r: &RemotingCommand,
-) -> HandlerResult {
+/// The answer, signed for the member's session when members share a secret.
+fn sealed(state: &State, c: Context, mut answer: RemotingCommand) -> RemotingCommand {
+    if let Some(sessions) = &state.peer_sessions {
+        sessions.seal_answer(c.origin.conn, &mut answer);
+    }
+    answer
+}
+
+/// The answer to a member's route digest or pull.
+fn routes_answer(state: &State, group: &KvGroup, r: &RemotingCommand) -> HandlerResult {
     let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold
@@ -86,7 +119,7 @@ fn answer(
                     .with_body(serde_json::to_vec(&digest)?),
             }
         }
-        codes::ROUTE_PULL => {
+        _ => {
             let asked: Vec<peer_routes::Heard> =
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             // An asker that does not say takes what a first answer holds.
@@ -101,7 +134,5 @@ fn answer(
             ok().with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
                 .with_body(peer_routes::encode_pull(&records)?)
         }
-        codes::FORWARDED_WRITE => handle.block_on(group.serve_forwarded(r)),
-        _ => handle.block_on(group.serve_raft(r)),
     })
 }

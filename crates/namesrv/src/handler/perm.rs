@@ -12,7 +12,7 @@ use crate::state::State;
 
 /// How many topics of the broker were touched here; with peers, the change reaches them all
 /// through the KV group.
-fn change(
+async fn change(
     state: &State,
     asked: (Context, &RemotingCommand),
     broker_name: &str,
@@ -22,17 +22,17 @@ fn change(
         broker_name: broker_name.to_string(),
         wipe,
     };
-    admin_change(state, asked, op)
+    admin_change(state, asked, op).await
 }
 
-pub fn wipe(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+pub async fn wipe(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let broker_name = WipeWritePermHeader::from_command(r)?.broker_name;
-    let wipe_topic_count = change(state, (c, r), broker_name, true)?;
+    let wipe_topic_count = change(state, (c, r), broker_name, true).await?;
     Ok(WipeWritePermResponseHeader { wipe_topic_count }.write(success(r)))
 }
 
-pub fn add(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+pub async fn add(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let broker_name = AddWritePermHeader::from_command(r)?.broker_name;
-    let add_topic_count = change(state, (c, r), broker_name, false)?;
+    let add_topic_count = change(state, (c, r), broker_name, false).await?;
     Ok(AddWritePermResponseHeader { add_topic_count }.write(success(r)))
 }

@@ -75,7 +75,7 @@ pub fn unit(state: &State, r: &RemotingCommand) -> HandlerResult {
     list_reply(r, topics, None)
 }
 
-pub fn delete(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+pub async fn delete(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let DeleteTopicHeader {
         topic,
         cluster_name,
@@ -85,11 +85,11 @@ pub fn delete(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
         topic: topic.to_string(),
         cluster: cluster.map(String::from),
     };
-    admin_change(state, (c, r), op)?;
+    admin_change(state, (c, r), op).await?;
     Ok(success(r))
 }
 
-pub fn register(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+pub async fn register(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
     let topic = RegisterTopicHeader::from_command(r)?.topic;
     if let Some(body) = &r.body {
         // Read as a tree; a route body is small, and a peer's large one would cost many times
@@ -114,7 +114,7 @@ pub fn register(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult
                 topic: topic.to_string(),
                 queues,
             };
-            admin_change(state, (c, r), op)?;
+            admin_change(state, (c, r), op).await?;
         }
     }
     Ok(success(r))

@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::json::JsonStyle;
 
@@ -229,10 +229,28 @@ impl RouteTable {
         f(&self.registry.read())
     }
 
+    /// The registry locked to be read and then changed: at once when no other change holds it,
+    /// else waited for off the async worker (`offload::now`). Changes queue behind each other
+    /// for as long as a fleet's registrations take turns applying theirs; a worker blocked in
+    /// that queue would hold up every task queued behind it, the peers' Raft heartbeats and the
+    /// controller's among them. (Readers wait for one change at most: they stay.)
+    fn upgradable_locked(&self) -> RwLockUpgradableReadGuard<'_, Registry> {
+        self.registry
+            .try_upgradable_read()
+            .unwrap_or_else(|| crate::offload::now(|| self.registry.upgradable_read()))
+    }
+
+    /// The registry write-locked, as [`RouteTable::upgradable_locked`].
+    fn write_locked(&self) -> RwLockWriteGuard<'_, Registry> {
+        self.registry
+            .try_write()
+            .unwrap_or_else(|| crate::offload::now(|| self.registry.write()))
+    }
+
     /// Changes the registry; what the change reports leaves the caches before the lock is
     /// released.
     pub fn change<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
-        let mut registry = self.registry.write();
+        let mut registry = self.write_locked();
         let result = f(&mut registry);
         self.settle(&mut registry);
         result
@@ -344,7 +362,7 @@ impl RouteTable {
         policy: RegisterPolicy,
         fingerprint: Fingerprint,
     ) -> Option<(RegisterOutcome, Option<MinIdNotice>)> {
-        let registry = self.registry.upgradable_read();
+        let registry = self.upgradable_locked();
         if let Some(base) = &reg.changes_since {
             // Checked under the same lock that applies it: nothing can come in between.
             if policy.delete_unlisted_topics || !registry.base_is_current(&reg.from, base) {
@@ -382,7 +400,7 @@ impl RouteTable {
         notify_min_id: bool,
         (last_ms, topics_ms): (i64, i64),
     ) -> (RegisterOutcome, Option<MinIdNotice>) {
-        let registry = self.registry.upgradable_read();
+        let registry = self.upgradable_locked();
         let plan = registry.plan_mirror(&reg.from.broker_name, topics);
         let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
         let Registrant {

@@ -1572,3 +1572,46 @@ fn pruning_a_split_broker_removes_only_what_no_chunk_of_its_round_listed() {
     assert!(!routed(&r, "c") && !routed(&r, "d"));
     assert!(routed(&r, "a"));
 }
+
+/// A change that waits for the registry's lock (another change holds it) leaves the async
+/// worker to its other tasks meanwhile: with one worker, a task spawned after it still runs.
+#[test]
+fn a_change_waiting_for_the_lock_does_not_hold_up_the_worker() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let table = Arc::new(RouteTable::default());
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            let _held = table.registry.write();
+            held_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(std::time::Duration::from_secs(10));
+        })
+    };
+    held_rx.recv().unwrap();
+    let ran_meanwhile = runtime.block_on(async {
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let waiting = {
+            let table = table.clone();
+            tokio::spawn(async move {
+                let _ = started_tx.send(());
+                table.change(|_| ())
+            })
+        };
+        started_rx.await.unwrap();
+        let other = tokio::spawn(async {});
+        let ran = tokio::time::timeout(std::time::Duration::from_secs(3), other)
+            .await
+            .is_ok();
+        release_tx.send(()).unwrap();
+        waiting.await.unwrap();
+        ran
+    });
+    holder.join().unwrap();
+    assert!(ran_meanwhile, "the worker waited with the change");
+}
