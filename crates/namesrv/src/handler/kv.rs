@@ -11,7 +11,7 @@ use rocketmq_wire::RemotingCommand;
 use super::{success, HandlerResult};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::kv_group::{KvCommand, KvGroup, WriteFailed};
+use crate::kv_group::KvCommand;
 use crate::offload;
 use crate::state::State;
 
@@ -23,11 +23,6 @@ fn after_change(state: &State, namespace: &str) {
     }
 }
 
-/// A write through the NameServers' KV group: answered once a majority has it.
-async fn replicate(state: &State, group: &KvGroup, cmd: KvCommand) -> Result<(), WriteFailed> {
-    group.write(state, cmd).await
-}
-
 pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
     let PutKvConfigHeader {
         namespace: ns,
@@ -35,17 +30,18 @@ pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
         value,
     } = PutKvConfigHeader::from_command(r)?;
     match &state.kv_group {
+        // Answered once a majority of the KV group has it.
         Some(group) => {
-            replicate(
-                state,
-                group,
-                KvCommand::Put {
-                    namespace: ns.to_string(),
-                    key: key.to_string(),
-                    value: value.map(String::from),
-                },
-            )
-            .await?
+            group
+                .write(
+                    state,
+                    KvCommand::Put {
+                        namespace: ns.to_string(),
+                        key: key.to_string(),
+                        value: value.map(String::from),
+                    },
+                )
+                .await?
         }
         // A file write: not on a worker other connections wait for.
         None => offload::now(|| state.kv.put(ns, key, value))?,
@@ -79,15 +75,15 @@ pub async fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
     match &state.kv_group {
         Some(group) => {
-            replicate(
-                state,
-                group,
-                KvCommand::Delete {
-                    namespace: ns.to_string(),
-                    key: key.to_string(),
-                },
-            )
-            .await?
+            group
+                .write(
+                    state,
+                    KvCommand::Delete {
+                        namespace: ns.to_string(),
+                        key: key.to_string(),
+                    },
+                )
+                .await?
         }
         None => offload::now(|| state.kv.delete(ns, key))?,
     }
