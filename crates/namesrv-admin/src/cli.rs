@@ -121,6 +121,36 @@ pub enum Command {
         #[arg(short = 'b', long = "brokerName")]
         broker: String,
     },
+    /// The KV group's members of NameServers that agree (namesrvPeers): roles, addresses and
+    /// how far each lags the leader's log.
+    #[command(name = "listNamesrvMembers")]
+    ListNamesrvMembers,
+    /// Add a NameServer to the group of NameServers that agree: it joins as a learner and
+    /// becomes a voter once caught up. Start it first, its namesrvPeers listing the members and
+    /// itself.
+    #[command(name = "addNamesrvMember")]
+    AddNamesrvMember {
+        /// The new member's id, as its namesrvSelfId (`n3`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+        /// The address it serves on, `host:port`.
+        #[arg(short = 'm', long = "memberAddress")]
+        addr: String,
+    },
+    /// Remove a NameServer from the group, the leader included (it steps down).
+    #[command(name = "removeNamesrvMember")]
+    RemoveNamesrvMember {
+        /// The member's id (`n1`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+    },
+    /// Hand the group's leadership to a caught-up voter.
+    #[command(name = "transferNamesrvLeader")]
+    TransferNamesrvLeader {
+        /// The voter to lead (`n2`).
+        #[arg(short = 'i', long = "memberId")]
+        id: String,
+    },
     /// Compare routes and KV namespaces across the NameServers of -n; exit 1 when they differ.
     Diff {
         /// KV namespaces to compare, repeatable or `;`-separated.

@@ -6,15 +6,13 @@
 use std::time::Duration;
 
 use rocketmq_wire::body::{
-    BrokerNameList, BrokerReplicasInfo, ClusterInfo, ControllerMembers, ElectMasterResponseBody,
-    ReplicasInfo,
+    BrokerNameList, BrokerReplicasInfo, ClusterInfo, ElectMasterResponseBody, ReplicasInfo,
 };
 use rocketmq_wire::codes::request::{self, GET_BROKER_CLUSTER_INFO};
 use rocketmq_wire::codes::response;
 use rocketmq_wire::headers::controller::{
-    AddControllerMemberRequestHeader, CleanControllerBrokerDataRequestHeader,
-    ElectMasterRequestHeader, ElectMasterResponseHeader, GetMetaDataResponseHeader,
-    RemoveControllerMemberRequestHeader, TransferControllerLeaderRequestHeader,
+    CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
+    GetMetaDataResponseHeader,
 };
 use rocketmq_wire::headers::{RequestHeader, ResponseHeader};
 use rocketmq_wire::RemotingCommand;
@@ -22,9 +20,10 @@ use serde_json::{json, Map, Value};
 
 use crate::cli::BrokerSets;
 use crate::error::AdminError;
+use crate::members::{MemberCodes, MemberGroup};
 use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, ServerResponse};
 use crate::reads::{body_json, config_report};
-use crate::report::{Report, Table};
+use crate::report::Report;
 use crate::writes::{config_body, report_each};
 
 /// How often a request refused with NOT_LEADER is tried again: the leader named a moment ago
@@ -166,7 +165,7 @@ impl Controllers {
 
     /// The leader the nodes of `-a` other than `old` name, waited for a while.
     async fn new_leader(&self, old: &str) -> Option<String> {
-        let deadline = std::time::Instant::now() + NEW_LEADER_WAIT;
+        let deadline = std::time::Instant::now() + crate::members::NEW_LEADER_WAIT;
         while std::time::Instant::now() < deadline {
             for addr in self.addrs.iter().filter(|a| *a != old) {
                 if let Ok(Metadata {
@@ -189,8 +188,39 @@ impl Controllers {
     }
 }
 
+impl MemberGroup for Controllers {
+    const NAME: &'static str = "the controller group";
+    const LEADER_KEY: &'static str = "controllerLeader";
+    const CODES: MemberCodes = MemberCodes {
+        list: request::CONTROLLER_LIST_MEMBERS,
+        add: request::CONTROLLER_ADD_MEMBER,
+        remove: request::CONTROLLER_REMOVE_MEMBER,
+        transfer: request::CONTROLLER_TRANSFER_LEADER,
+    };
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn signed(&self, request: RemotingCommand) -> RemotingCommand {
+        Controllers::signed(self, request)
+    }
+
+    async fn call_leader(
+        &self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<ServerResponse, AdminError> {
+        self.call_leader_within(request, timeout).await
+    }
+
+    async fn new_leader(&self, old: &str) -> Option<String> {
+        Controllers::new_leader(self, old).await
+    }
+}
+
 /// A header field or body value as mqadmin prints it: `null` when absent.
-fn shown(value: Option<impl std::fmt::Display>) -> String {
+pub(crate) fn shown(value: Option<impl std::fmt::Display>) -> String {
     value.map_or_else(|| "null".into(), |v| v.to_string())
 }
 
@@ -433,124 +463,6 @@ pub async fn update_controller_config(ctl: &Controllers, key: &str, value: &str)
             json!({}),
         )
     })
-}
-
-/// How long a member change may take: an added node is given 30 s to catch up with the
-/// leader's log, and each change commits twice (joint, then final configuration).
-const MEMBER_CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the nodes of `-a` are asked for a new leader after the leader changed.
-const NEW_LEADER_WAIT: Duration = Duration::from_secs(10);
-
-/// The members as a table: id, role, address, the last log index the leader knows each holds
-/// and how many entries each lacks.
-fn members_text(members: &ControllerMembers) -> String {
-    let mut table = Table::new(&["Id", "Role", "Address", "MatchedIndex", "Lag"]);
-    for m in &members.members {
-        table.row(vec![
-            m.id.clone(),
-            m.role.clone(),
-            m.address.clone(),
-            shown(m.matched_index),
-            shown(m.lag),
-        ]);
-    }
-    format!(
-        "#Leader\t{}\n#LastLogIndex\t{}\n{}",
-        shown(members.leader_id.as_deref()),
-        shown(members.last_log_index),
-        table.render()
-    )
-}
-
-fn members_json(leader_addr: &str, members: &ControllerMembers) -> Value {
-    json!({ "controllerLeader": leader_addr, "members": members })
-}
-
-/// `listControllerMembers`: the group's members as its leader sees them.
-pub async fn list_members(ctl: &Controllers) -> Result<Report, AdminError> {
-    let request = RemotingCommand::request(request::CONTROLLER_LIST_MEMBERS);
-    let reply = ctl.call_leader(request).await?.success()?;
-    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
-    Ok(Report::ok(
-        members_text(&members),
-        members_json(&reply.addr, &members),
-    ))
-}
-
-/// Sends a member change to the leader, signed and given the time a change may take; the
-/// leader's address and the members it answers with.
-async fn change_members(
-    ctl: &Controllers,
-    request: RemotingCommand,
-) -> Result<(String, ControllerMembers), AdminError> {
-    let timeout = ctl.timeout.max(MEMBER_CHANGE_TIMEOUT);
-    let reply = ctl
-        .call_leader_within(ctl.signed(request), timeout)
-        .await?
-        .success()?;
-    let members = reply.decode("ControllerMembers", ControllerMembers::decode)?;
-    Ok((reply.addr, members))
-}
-
-/// `addControllerMember`: adds a node, a learner first and a voter once caught up.
-pub async fn add_member(ctl: &Controllers, id: &str, addr: &str) -> Result<Report, AdminError> {
-    let request = AddControllerMemberRequestHeader {
-        member_id: id,
-        member_address: addr,
-    }
-    .to_command();
-    let (leader, members) = change_members(ctl, request).await?;
-    Ok(Report::ok(
-        format!(
-            "{id} ({addr}) is a voter of the controller group.\n{}",
-            members_text(&members)
-        ),
-        members_json(&leader, &members),
-    ))
-}
-
-/// `removeControllerMember`: removes a node, the leader included; when the leader left, the
-/// report names its successor once the nodes of `-a` name one.
-pub async fn remove_member(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
-    let request = RemoveControllerMemberRequestHeader { member_id: id }.to_command();
-    let (leader, members) = change_members(ctl, request).await?;
-    let mut text = format!("{id} was removed from the controller group.\n");
-    let mut json = members_json(&leader, &members);
-    let was_leader = members.leader_id.is_none();
-    if was_leader {
-        text.push_str(&format!("It was the leader ({leader}) and stepped down; "));
-        match ctl.new_leader(&leader).await {
-            Some(leader) => text.push_str(&format!("the new leader is {leader}.\n")),
-            None => text.push_str(&format!(
-                "no new leader was named within {} s: ask getControllerMetaData.\n",
-                NEW_LEADER_WAIT.as_secs()
-            )),
-        }
-        json["removedLeader"] = json!(true);
-    }
-    text.push_str(&members_text(&members));
-    Ok(Report::ok(text, json))
-}
-
-/// `transferControllerLeader`: hands the leadership to the named voter.
-pub async fn transfer_leader(ctl: &Controllers, id: &str) -> Result<Report, AdminError> {
-    let request = TransferControllerLeaderRequestHeader { member_id: id }.to_command();
-    let started = std::time::Instant::now();
-    let (previous, members) = change_members(ctl, request).await?;
-    let took = started.elapsed().as_millis();
-    let leader = members
-        .members
-        .iter()
-        .find(|m| m.id == id)
-        .map(|m| m.address.clone());
-    Ok(Report::ok(
-        format!(
-            "{id} ({}) leads the controller group (the hand-over from {} took {took} ms).\n",
-            shown(leader.as_deref()),
-            previous
-        ),
-        json!({ "previousLeader": previous, "leaderId": id, "leaderAddress": leader, "tookMs": took }),
-    ))
 }
 
 /// Parses `-b` of cleanBrokerMetadata: broker ids separated by `;`.

@@ -23,6 +23,9 @@ pub enum AdminError {
     /// None of the nodes of `-a` named a leader: each one's answer or failure.
     #[error("no controller leader: {}; a controller group has one only while a majority of its nodes are up", .0.join("; "))]
     NoLeader(Vec<String>),
+    /// None of the NameServers of `-n` led their group or named its leader.
+    #[error("no leader of the NameServers' group: {}; the group has one only while a majority of its NameServers are up", .0.join("; "))]
+    NoGroupLeader(Vec<String>),
     #[error("cluster {0} has no brokers on the NameServers of -n: make sure the cluster name and -n are right")]
     UnknownCluster(String),
     #[error("{controller}: the controller holds no metadata of broker set {broker}")]

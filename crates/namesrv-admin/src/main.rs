@@ -6,6 +6,8 @@
 //! - [`reads`]: commands that only look;
 //! - [`writes`]: commands that change state, sent to every NameServer since they share nothing;
 //! - [`controller`]: the controller commands, sent to the nodes of `-a` or to their leader;
+//! - [`members`]: the members of our replicated groups (controller nodes, NameServers that
+//!   agree), listed and changed through the group's leader;
 //! - [`diff`]: where several NameServers tell clients different things;
 //! - [`explain`]: why a topic has no route, or where a broker stands, from each route journal;
 //! - [`report`]: text for people, JSON for programs, and the failures behind the exit code;
@@ -16,6 +18,7 @@ mod controller;
 mod diff;
 mod error;
 mod explain;
+mod members;
 mod namesrvs;
 mod reads;
 mod report;
@@ -105,6 +108,14 @@ async fn run(cli: Cli) -> Result<Report, AdminError> {
         Command::DeleteTopic { topic, cluster } => {
             writes::delete_topic(&namesrvs()?, &topic, cluster.as_deref()).await
         }
+        Command::ListNamesrvMembers => members::list_members(&namesrvs()?).await?,
+        Command::AddNamesrvMember { id, addr } => {
+            members::add_member(&namesrvs()?, &id, &addr).await?
+        }
+        Command::RemoveNamesrvMember { id } => members::remove_member(&namesrvs()?, &id).await?,
+        Command::TransferNamesrvLeader { id } => {
+            members::transfer_leader(&namesrvs()?, &id).await?
+        }
         Command::Diff { namespaces } => diff::diff(&namesrvs()?, &namespaces).await?,
         Command::ExplainRoute { topic } => explain::explain_route(&namesrvs()?, &topic).await?,
         Command::ExplainBroker { broker } => explain::explain_broker(&namesrvs()?, &broker).await?,
@@ -147,18 +158,18 @@ async fn run(cli: Cli) -> Result<Report, AdminError> {
             controller::update_controller_config(&ctl, &key, &value).await
         }
         Command::ListControllerMembers { controller } => {
-            controller::list_members(&controllers(&controller.addrs)?).await?
+            members::list_members(&controllers(&controller.addrs)?).await?
         }
         Command::AddControllerMember {
             controller,
             id,
             addr,
-        } => controller::add_member(&controllers(&controller.addrs)?, &id, &addr).await?,
+        } => members::add_member(&controllers(&controller.addrs)?, &id, &addr).await?,
         Command::RemoveControllerMember { controller, id } => {
-            controller::remove_member(&controllers(&controller.addrs)?, &id).await?
+            members::remove_member(&controllers(&controller.addrs)?, &id).await?
         }
         Command::TransferControllerLeader { controller, id } => {
-            controller::transfer_leader(&controllers(&controller.addrs)?, &id).await?
+            members::transfer_leader(&controllers(&controller.addrs)?, &id).await?
         }
     };
     Ok(report)

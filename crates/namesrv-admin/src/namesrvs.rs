@@ -57,6 +57,15 @@ impl Namesrvs {
         &self.addrs
     }
 
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// `request` signed when credentials were given.
+    pub fn signed(&self, request: RemotingCommand) -> RemotingCommand {
+        Credentials::sign_with(self.credentials.as_ref(), request)
+    }
+
     pub async fn connect(&self, addr: &str) -> Result<Connection, AdminError> {
         Connection::open(addr, self.timeout).await
     }

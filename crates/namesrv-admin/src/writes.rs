@@ -75,6 +75,7 @@ fn failure_json(e: &AdminError, role: &str) -> Value {
         | AdminError::NoneAnswered(_)
         | AdminError::NoControllerAddress
         | AdminError::NoLeader(_)
+        | AdminError::NoGroupLeader(_)
         | AdminError::UnknownCluster(_)
         | AdminError::UnknownBrokerSet { .. } => {}
     }

@@ -237,6 +237,25 @@ impl NamesrvCluster {
         self.nodes.restart(i);
     }
 
+    /// Starts one more NameServer on loopback, its `namesrvPeers` listing the members and
+    /// itself, as an operator starts one to add to the group (the others' configs are left as
+    /// they are); its index. `extra` is appended to its config file.
+    pub fn start_new_member(&mut self, extra: &str) -> usize {
+        let port = free_port();
+        self.addrs.push(format!("127.0.0.1:{port}"));
+        let peers = peer_list(&self.addrs);
+        let i = self.addrs.len() - 1;
+        self.nodes.add(|home| {
+            format!(
+                "listenPort={port}\nnamesrvPeers={peers}\nnamesrvSelfId=n{i}\n\
+                 namesrvPeerStorePath={}\n{extra}",
+                home.join("peers").display()
+            )
+        });
+        self.nodes.restart(i);
+        i
+    }
+
     pub async fn client(&self, i: usize) -> Client {
         self.node(i).client().await
     }

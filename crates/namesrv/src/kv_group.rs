@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rocketmq_raft::group::{Served, DEADLINE};
-use rocketmq_raft::trust::MemberAddresses;
-use rocketmq_raft::{ConsensusError, Group, NodeId, Settings};
+use rocketmq_raft::{ChangeError, ConsensusError, Group, MemberChange, NodeId, Settings};
+use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
@@ -44,6 +44,7 @@ const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     vote: codes::VOTE,
     install_snapshot: codes::INSTALL_SNAPSHOT,
     probe: codes::PROBE,
+    take_leadership: codes::TAKE_LEADERSHIP,
 };
 
 /// A change to the KV config.
@@ -215,7 +216,9 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(10);
 #[derive(Clone, Debug)]
 pub struct Peers {
     pub self_id: NodeId,
-    /// Node id → remoting address.
+    /// Node id → remoting address: the members the group is formed with. Once formed, the
+    /// group's membership says who the members are; members added or removed since need not
+    /// be listed here.
     pub members: BTreeMap<NodeId, String>,
     /// `n` in `n0`: how members are named.
     prefix: String,
@@ -245,11 +248,6 @@ impl Peers {
             prefix: members.prefix().to_string(),
         }))
     }
-
-    /// A member's id as `namesrvPeers` names it.
-    pub fn name(&self, id: NodeId) -> String {
-        format!("{}{id}", self.prefix)
-    }
 }
 
 /// Why a KV write failed: answered SYSTEM_ERROR with this remark.
@@ -259,10 +257,7 @@ pub struct WriteFailed(pub String);
 
 pub struct KvGroup {
     group: Arc<Group<KvState>>,
-    peers: Peers,
-    /// The members' addresses, their names resolved again and again: the group's requests are
-    /// taken from these only.
-    addresses: Arc<MemberAddresses>,
+    self_id: NodeId,
     stop: tokio_util::sync::CancellationToken,
     /// The connection to the leader writes are passed on over.
     to_leader: Mutex<Option<(String, Client)>>,
@@ -285,6 +280,7 @@ impl KvGroup {
             name: "namesrv-kv".into(),
             members_are: "NameServers",
             self_id: peers.self_id,
+            id_prefix: peers.prefix.clone(),
             members: peers.members.clone(),
             store_path: store_path.into(),
             heartbeat_ms: HEARTBEAT_MS,
@@ -294,14 +290,10 @@ impl KvGroup {
             connect,
         };
         let group = Group::start(settings).await?;
-        let addresses = MemberAddresses::resolve(peers.members.values().cloned().collect()).await;
-        let stop = tokio_util::sync::CancellationToken::new();
-        addresses.keep_fresh(stop.clone());
         Ok(Arc::new(KvGroup {
             group,
-            peers,
-            addresses,
-            stop,
+            self_id: peers.self_id,
+            stop: tokio_util::sync::CancellationToken::new(),
             to_leader: Mutex::new(None),
             synced: Mutex::new(None),
             admin_applied: Mutex::new(BTreeMap::new()),
@@ -318,7 +310,7 @@ impl KvGroup {
     /// Whether `ip` is a member's address now: a member that moved is heard as soon as its
     /// name resolves there.
     pub async fn is_peer(&self, ip: IpAddr) -> bool {
-        self.addresses.admits(ip).await
+        self.group.admits(ip).await
     }
 
     /// The node's own address, which its connections to peers come from.
@@ -326,24 +318,46 @@ impl KvGroup {
         self.group.source()
     }
 
-    /// (member id, address) of every other member.
+    /// (member id, address) of every other member, as the group's membership has them now.
     pub fn others(&self) -> Vec<(String, String)> {
-        self.peers
-            .members
-            .iter()
-            .filter(|(id, _)| **id != self.peers.self_id)
-            .map(|(id, addr)| (self.peers.name(*id), addr.clone()))
-            .collect()
+        self.group.others()
+    }
+
+    /// The members as the leader sees them; refused by a follower.
+    pub fn list_members(&self) -> Result<GroupMembers, ChangeError> {
+        self.group.list_members()
+    }
+
+    /// Adds, removes a member or hands the leadership over, on the leader.
+    pub async fn change_members(
+        &self,
+        change: MemberChange<'_>,
+    ) -> Result<GroupMembers, ChangeError> {
+        self.group.change_members(change).await
+    }
+
+    /// The address of the leader this node vouches for, when another member leads: where a
+    /// member change refused here goes.
+    pub fn leader_address(&self) -> Option<String> {
+        let leader = self.group.leader()?;
+        (leader != self.self_id)
+            .then(|| self.group.member_addr(leader))
+            .flatten()
+    }
+
+    /// Hands the leadership on before this NameServer stops, if it leads.
+    pub async fn hand_over_before_leaving(&self) {
+        self.group.hand_over_before_leaving().await
     }
 
     /// What the status page shows of the group.
     pub fn view(&self) -> PeersView {
         let figures = self.group.figures();
         PeersView {
-            self_id: self.peers.name(self.peers.self_id),
+            self_id: self.group.name(self.self_id),
             role: figures.role,
             term: figures.term,
-            leader: self.group.leader().map(|id| self.peers.name(id)),
+            leader: self.group.leader().map(|id| self.group.name(id)),
             applied: self.applied(),
             caught_up: self.caught_up(),
             quorum_contact_ms: figures.quorum_contact_ms,
@@ -351,7 +365,7 @@ impl KvGroup {
                 .members
                 .into_iter()
                 .map(|m| PeerView {
-                    id: self.peers.name(m.node),
+                    id: self.group.name(m.node),
                     address: m.address,
                     role: m.role,
                     lag: m.lag,
@@ -387,7 +401,7 @@ impl KvGroup {
         let mut last_error;
         loop {
             let attempt = match self.group.leader() {
-                Some(leader) if leader == self.peers.self_id => {
+                Some(leader) if leader == self.self_id => {
                     let written = self.group.write_logged(cmd.clone()).await;
                     written.map(|((), index)| Some(index))
                 }
@@ -406,7 +420,7 @@ impl KvGroup {
         Err(WriteFailed(format!(
             "KV write not committed within {} s: no quorum of NameServers ({}) answered; last: {}",
             DEADLINE.as_secs(),
-            self.peers.members.len(),
+            self.group.membership().voters.len(),
             last_error
         )))
     }
@@ -424,11 +438,9 @@ impl KvGroup {
     ) -> Result<Option<u64>, ConsensusError> {
         let failed = |why: String| ConsensusError::Failed(why);
         let addr = self
-            .peers
-            .members
-            .get(&leader)
-            .cloned()
-            .ok_or_else(|| failed(format!("leader {leader} is not a configured peer")))?;
+            .group
+            .member_addr(leader)
+            .ok_or_else(|| failed(format!("leader {leader} is not a member")))?;
         // One attempt never takes the whole deadline: a leader cut off since it was last heard
         // from holds its answer forever, and another is elected within a few election
         // timeouts; the retry goes to that one. A write applied twice does no harm.
@@ -506,17 +518,7 @@ impl KvGroup {
         applied: Option<u64>,
         deadline: Instant,
     ) -> Result<(), WriteFailed> {
-        let mut metrics = self.group.raft().metrics();
-        let held = loop {
-            let have = metrics.borrow().last_applied.map(|l| l.index);
-            if have >= applied {
-                break true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || tokio::time::timeout(left, metrics.changed()).await.is_err() {
-                break false;
-            }
-        };
+        let held = self.group.wait_applied(applied, deadline).await;
         // A file write: not on a worker other connections wait for.
         if let Err(e) = crate::offload::now(|| self.sync(local)) {
             tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
@@ -548,7 +550,7 @@ impl KvGroup {
         self.write(local, KvCommand::Admin(change)).await?;
         // Committed is not yet applied here when the leader's index came back unknown, or when
         // the node's own loop applies it first: the answer waits for this node's routes.
-        let mut metrics = self.group.raft().metrics();
+        let mut changes = self.group.changes();
         loop {
             if let Some(touched) = self.admin_applied.lock().get(&id).copied() {
                 return Ok(touched);
@@ -560,8 +562,7 @@ impl KvGroup {
                     DEADLINE.as_secs()
                 )));
             }
-            let _ =
-                tokio::time::timeout(left.min(Duration::from_millis(50)), metrics.changed()).await;
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(50)), changes.next()).await;
             if let Err(e) = crate::offload::now(|| self.sync(local)) {
                 tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             }
@@ -583,7 +584,7 @@ impl KvGroup {
             (index, applied.state.clone())
         };
         self.apply_admin(local, &state);
-        if state.seeded.contains(&self.peers.self_id) {
+        if state.seeded.contains(&self.self_id) {
             local.kv.replace(state.table)?;
         }
         *synced = index;
@@ -636,13 +637,13 @@ impl KvGroup {
         let Some(leader) = self.group.leader() else {
             return false;
         };
-        if leader == self.peers.self_id {
+        if leader == self.self_id {
             return true;
         }
-        let Some(addr) = self.peers.members.get(&leader) else {
+        let Some(addr) = self.group.member_addr(leader) else {
             return false;
         };
-        match self.group.probe(addr).await {
+        match self.group.probe(&addr).await {
             Some(probe) => self.applied() >= probe.applied,
             None => false,
         }
@@ -655,7 +656,7 @@ impl KvGroup {
         local: Arc<State>,
         stop: tokio_util::sync::CancellationToken,
     ) {
-        let mut metrics = self.group.raft().metrics();
+        let mut changes = self.group.changes();
         loop {
             let seeded = self
                 .group
@@ -663,10 +664,10 @@ impl KvGroup {
                 .read()
                 .state
                 .seeded
-                .contains(&self.peers.self_id);
+                .contains(&self.self_id);
             if !seeded && self.group.leader().is_some() {
                 let cmd = KvCommand::Seed {
-                    member: self.peers.self_id,
+                    member: self.self_id,
                     table: local.kv.table(),
                 };
                 match self.write(&local, cmd).await {
@@ -697,7 +698,7 @@ impl KvGroup {
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                changed = metrics.changed() => if changed.is_err() { return },
+                more = changes.next() => if !more { return },
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
@@ -751,7 +752,7 @@ impl prometheus_client::collector::Collector for KvGroupCollector {
             &mut encoder,
             "peers_kv",
             &g.group.figures(),
-            |id| g.peers.name(id),
+            |id| g.group.name(id),
             g.group.commit_seconds(),
         )?;
         rocketmq_raft::metrics::gauge(
@@ -843,7 +844,7 @@ mod tests {
             .unwrap();
         assert_eq!(peers.self_id, 1);
         assert_eq!(peers.members[&0], "127.0.0.1:9876");
-        assert_eq!(peers.name(1), "n1");
+        assert_eq!(peers.prefix, "n");
         assert!(Peers::from_config("", "").unwrap().is_none());
         assert!(Peers::from_config("n0-127.0.0.1:9876", "n5").is_err());
         assert!(Peers::from_config("n0-127.0.0.1", "n0").is_err());

@@ -91,6 +91,9 @@ async fn bind_http(host: &str, port: i32) -> anyhow::Result<tokio::net::TcpListe
 /// Descriptors kept out of the connection cap besides the HTTP port's: files, logs, the
 /// blocking pool's work.
 const FD_RESERVE: u64 = 256;
+/// How long a KV group leader that is stopping tries to hand its office on: a hand-over takes
+/// about a second; past this it stops anyway and the others elect a leader.
+const HAND_OVER_BOUND: Duration = Duration::from_secs(10);
 
 /// What large frames may hold in memory at once, across connections: room for one frame of the
 /// largest size and what decoding it builds, and never less than a few medium ones.
@@ -171,7 +174,10 @@ pub async fn run(
     };
     let peer_routes = match &kv_group {
         Some(group) => Some(peer_routes::PeerRoutes::new(
-            group.others(),
+            {
+                let group = group.clone();
+                Box::new(move || group.others())
+            },
             peer_connector()?,
             group.source(),
         )),
@@ -317,6 +323,10 @@ pub async fn run(
     // brokers while this one answers GO_AWAY.
     if let Some(controller) = &controller {
         controller.prepare_to_leave().await;
+    }
+    // So does the KV group's leader, so that KV writes meet a leader at once.
+    if let Some(group) = &kv_group {
+        let _ = tokio::time::timeout(HAND_OVER_BOUND, group.hand_over_before_leaving()).await;
     }
     let (graceful, wait) = {
         let s = state.config.settings();

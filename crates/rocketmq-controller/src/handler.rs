@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use rocketmq_raft::trust::RefusalLog;
+use rocketmq_raft::{ChangeError, MemberChange};
 use rocketmq_wire::body::{BrokerNameList, SyncStateSet};
 use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::controller::{
@@ -200,30 +201,45 @@ pub async fn handle(
                 ),
             }
         }
-        request::CONTROLLER_LIST_MEMBERS => members_reply(controller.list_members()),
+        request::CONTROLLER_LIST_MEMBERS => members_reply(controller.group().list_members()),
         request::CONTROLLER_ADD_MEMBER => {
             match AddControllerMemberRequestHeader::from_command(req) {
-                Ok(h) => members_reply(controller.add_member(h.member_id, h.member_address).await),
+                Ok(h) => members_reply(
+                    controller
+                        .group()
+                        .change_members(MemberChange::Add {
+                            id: h.member_id,
+                            addr: h.member_address,
+                        })
+                        .await,
+                ),
                 Err(_) => invalid("memberId and memberAddress are required"),
             }
         }
         request::CONTROLLER_REMOVE_MEMBER => {
             match RemoveControllerMemberRequestHeader::from_command(req) {
-                Ok(h) => members_reply(controller.remove_member(h.member_id).await),
+                Ok(h) => members_reply(
+                    controller
+                        .group()
+                        .change_members(MemberChange::Remove { id: h.member_id })
+                        .await,
+                ),
                 Err(_) => invalid("memberId is required"),
             }
         }
         request::CONTROLLER_TRANSFER_LEADER => {
             match TransferControllerLeaderRequestHeader::from_command(req) {
-                Ok(h) => members_reply(controller.transfer_leader(h.member_id).await),
+                Ok(h) => members_reply(
+                    controller
+                        .group()
+                        .change_members(MemberChange::TransferLeader { id: h.member_id })
+                        .await,
+                ),
                 Err(_) => invalid("memberId is required"),
             }
         }
-        codes::TAKE_LEADERSHIP => match controller.take_leadership().await {
-            Ok(()) => ResponseDraft::ok(),
-            Err(why) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
-        },
-        codes::RAFT_APPEND_ENTRIES
+        codes::TAKE_LEADERSHIP
+        | codes::RAFT_APPEND_ENTRIES
         | codes::RAFT_VOTE
         | codes::RAFT_INSTALL_SNAPSHOT
         | codes::GROUP_PROBE => {
@@ -318,12 +334,10 @@ fn reply_of(result: Result<CommandReply, ConsensusError>) -> ResponseDraft {
     }
 }
 
-fn members_reply(
-    result: Result<rocketmq_wire::body::ControllerMembers, crate::members::MemberError>,
-) -> ResponseDraft {
+fn members_reply(result: Result<rocketmq_wire::body::GroupMembers, ChangeError>) -> ResponseDraft {
     match result {
         Ok(members) => ResponseDraft::ok().body(members.encode()),
-        Err(crate::members::MemberError::NotLeader) => ResponseDraft::code(
+        Err(ChangeError::NotLeader) => ResponseDraft::code(
             response::CONTROLLER_NOT_LEADER,
             "The controller is not in leader state",
         ),

@@ -48,7 +48,7 @@ impl Collector for ControllerCollector {
             &mut encoder,
             "controller",
             &group.figures(),
-            |id| self.0.name(id),
+            |id| self.0.group().name(id),
             group.commit_seconds(),
         )?;
         gauge(

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openraft::ServerState;
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -14,13 +13,12 @@ use crate::config::ControllerConfig;
 use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
 use crate::notify::Notifier;
-use crate::raft::{codes, Applied, Raft, RAFT_CODES};
+use crate::raft::{codes, Applied, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
 use prometheus_client::metrics::histogram::Histogram;
 pub use rocketmq_raft::group::RaftStatus;
 use rocketmq_raft::peer_auth::{PeerSecret, PeerSessions};
-use rocketmq_raft::trust::MemberAddresses;
 pub use rocketmq_raft::{ConsensusError, Group, Settings};
 use rocketmq_wire::RemotingCommand;
 
@@ -42,6 +40,7 @@ fn group_settings(config: &ControllerConfig, secret: Option<&PeerSecret>) -> Set
         name: config.group.to_string(),
         members_are: "controller nodes",
         self_id: config.self_node_id(),
+        id_prefix: config.id_prefix.clone(),
         members: config
             .peers
             .iter()
@@ -80,14 +79,8 @@ pub struct Controller {
     live: Mutex<LiveTable>,
     notifier: Notifier,
     counters: Counters,
-    /// The addresses of the group's members (the replicated membership's, the config's until
-    /// the node has one), their names resolved again and again: Raft requests and forwarded
-    /// heartbeats are accepted from these only.
-    pub(crate) addresses: Arc<MemberAddresses>,
     /// With `controllerPeerSecretPath`: the sealed links other nodes opened to this one.
     pub(crate) peer_sessions: Option<PeerSessions>,
-    /// The membership `addresses` was last given.
-    pub(crate) membership_seen: Mutex<Option<Option<openraft::LogId<u64>>>>,
     /// Passes heartbeats brokers send this follower on to the leader.
     forwarder: Forwarder,
     /// Elections and leadership changes, for the status page.
@@ -110,10 +103,7 @@ impl Controller {
             None => None,
         };
         let group = Group::start(group_settings(&config, peer_secret.as_ref())).await?;
-        let addresses =
-            MemberAddresses::resolve(group.settings().members.values().cloned().collect()).await;
         let shutdown = CancellationToken::new();
-        addresses.keep_fresh(shutdown.clone());
         let controller = Arc::new(Controller {
             forwarder: Forwarder::start(group.source(), peer_secret.clone(), shutdown.clone()),
             peer_sessions: peer_secret.map(PeerSessions::new),
@@ -122,8 +112,6 @@ impl Controller {
             live: Mutex::new(LiveTable::default()),
             notifier: Notifier,
             counters: Counters::default(),
-            addresses,
-            membership_seen: Mutex::new(None),
             recent: Recent::default(),
             shutdown,
         });
@@ -143,10 +131,6 @@ impl Controller {
     pub async fn shutdown(&self) {
         self.leave();
         self.group.shutdown().await;
-    }
-
-    pub fn raft(&self) -> &Raft {
-        self.group.raft()
     }
 
     pub fn group(&self) -> &Arc<ControllerGroup> {
@@ -169,14 +153,14 @@ impl Controller {
     /// Whether `ip` is an address of one of the group's members now: one that moved is heard
     /// as soon as its name resolves there.
     pub async fn is_peer(&self, ip: std::net::IpAddr) -> bool {
-        self.addresses.admits(ip).await
+        self.group.admits(ip).await
     }
 
     /// The addresses of the group's members, kept up with the membership and their names.
     pub fn peer_ips(
         &self,
     ) -> tokio::sync::watch::Receiver<std::collections::HashSet<std::net::IpAddr>> {
-        self.addresses.subscribe()
+        self.group.peer_ips()
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease.
@@ -264,7 +248,7 @@ impl Controller {
     /// The group's members as this node's Raft core knows them, with its view of the leader;
     /// log lag and last answer are known on the leader only, which replicates to the others.
     fn members(&self) -> Vec<MemberView> {
-        let leader = self.raft().metrics().borrow().current_leader;
+        let leader = self.group.raft_leader();
         self.group
             .members(leader)
             .into_iter()
@@ -272,7 +256,7 @@ impl Controller {
                 node: m.node,
                 this_node: m.this_node,
                 last_answer_ms: m.last_answer_ms,
-                member: self.member_row(&m),
+                member: self.group.member_row(&m),
             })
             .collect()
     }
@@ -291,7 +275,7 @@ impl Controller {
     /// Passes a heartbeat a broker sent to this follower on to the leader, so that a broker
     /// that reaches only some nodes still counts as alive where elections are decided.
     pub fn forward_heartbeat(&self, heartbeat: &RemotingCommand) {
-        let Some(leader) = self.raft().metrics().borrow().current_leader else {
+        let Some(leader) = self.group.raft_leader() else {
             return;
         };
         let self_id = self.config.read().self_node_id();
@@ -559,7 +543,7 @@ pub struct MemberView {
     /// Its id in `controllerDLegerPeers`, address, role (`leader`, `follower`, `learner`) and
     /// the log entries it lacks (known on the leader), as LIST_MEMBERS answers them.
     #[serde(flatten)]
-    pub member: rocketmq_wire::body::ControllerMember,
+    pub member: rocketmq_wire::body::GroupMember,
     /// Its Raft node id.
     pub node: u64,
     pub this_node: bool,
@@ -570,14 +554,13 @@ pub struct MemberView {
 /// Notes when this node becomes leader or stops being one, for the status page, and follows
 /// the membership. openraft reports its metrics at every turn of its loop.
 async fn watch_role(controller: Arc<Controller>) {
-    let mut metrics = controller.raft().metrics();
+    let mut changes = controller.group.changes();
     let mut leading = false;
     loop {
-        let (leader, term) = {
-            let m = metrics.borrow();
-            (m.state == ServerState::Leader, m.current_term)
-        };
-        controller.follow_membership();
+        let (leader, term) = (
+            controller.group.raft_leads(),
+            controller.group.current_term(),
+        );
         if leader != leading {
             leading = leader;
             let (said, note) = if leader {
@@ -597,7 +580,7 @@ async fn watch_role(controller: Arc<Controller>) {
         }
         tokio::select! {
             _ = controller.shutdown.cancelled() => return,
-            changed = metrics.changed() => if changed.is_err() { return },
+            more = changes.next() => if !more { return },
         }
     }
 }

@@ -9,7 +9,6 @@ rocketmq_raft::declare_config!(
     pub TypeConfig: D = Command, R = CommandReply
 );
 
-pub type Raft = openraft::Raft<TypeConfig>;
 pub type Applied = rocketmq_raft::Applied<ControllerState>;
 
 impl rocketmq_raft::Machine for ControllerState {
@@ -27,6 +26,7 @@ pub const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     vote: codes::RAFT_VOTE,
     install_snapshot: codes::RAFT_INSTALL_SNAPSHOT,
     probe: codes::GROUP_PROBE,
+    take_leadership: codes::TAKE_LEADERSHIP,
 };
 
 /// Request codes of the Raft traffic between our own nodes, on the peer port.

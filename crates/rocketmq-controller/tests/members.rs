@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use namesrv_testkit::{free_port, ControllerBroker, ControllerProps, ReplicaInfo};
-use rocketmq_wire::body::ControllerMembers;
+use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::headers::controller::{
     AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
@@ -112,12 +112,12 @@ impl Group {
         panic!("no leader kept its office long enough to answer");
     }
 
-    async fn members(&self) -> ControllerMembers {
+    async fn members(&self) -> GroupMembers {
         let answer = self
             .admin(RemotingCommand::request(request::CONTROLLER_LIST_MEMBERS))
             .await;
         assert_eq!(answer.code, 0, "{:?}", answer.remark);
-        ControllerMembers::decode(answer.body.as_deref().unwrap()).unwrap()
+        GroupMembers::decode(answer.body.as_deref().unwrap()).unwrap()
     }
 
     async fn add(&self, i: u64) -> RemotingCommand {
@@ -159,7 +159,7 @@ impl Drop for Group {
 }
 
 /// (id, role) of every member, by id.
-fn roles(members: &ControllerMembers) -> Vec<(String, String)> {
+fn roles(members: &GroupMembers) -> Vec<(String, String)> {
     members
         .members
         .iter()
@@ -167,7 +167,7 @@ fn roles(members: &ControllerMembers) -> Vec<(String, String)> {
         .collect()
 }
 
-fn voters(members: &ControllerMembers) -> Vec<String> {
+fn voters(members: &GroupMembers) -> Vec<String> {
     members
         .members
         .iter()
@@ -332,7 +332,7 @@ async fn the_leader_removes_itself_and_the_other_members_elect_a_successor() {
     let answer = group.remove(leader).await;
     let started = Instant::now();
     assert_eq!(answer.code, 0, "{:?}", answer.remark);
-    let body = ControllerMembers::decode(answer.body.as_deref().unwrap()).unwrap();
+    let body = GroupMembers::decode(answer.body.as_deref().unwrap()).unwrap();
     assert_eq!(body.leader_id, None, "the removed leader no longer leads");
     assert!(!voters(&body).contains(&format!("n{leader}")));
     // Asked only of the two that stay: the removed node is out of the group.

@@ -24,7 +24,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{Figures, Member};
 use crate::network::Answered;
+use crate::trust::MemberAddresses;
 use crate::{store, Applied, Codes, Connect, LogStore, Machine, Network, NodeId, StateMachine};
+
+mod membership;
+pub use membership::{ChangeError, MemberChange, Membership};
 
 /// A request that needs the group gets its answer within this (Java bounds every controller
 /// request at 5 s): a leader cut off from the others answers an error instead of hanging.
@@ -38,6 +42,8 @@ pub struct Settings {
     /// What the members are, as remarks and log lines name them ("controller nodes").
     pub members_are: &'static str,
     pub self_id: NodeId,
+    /// What member ids start with (`n` of `n0`): how remarks and log lines name members.
+    pub id_prefix: String,
     /// The members the configuration lists, each a node id and its peer address: the group
     /// every node proposes when the group is formed.
     pub members: BTreeMap<NodeId, String>,
@@ -143,6 +149,11 @@ pub struct Group<M: Machine> {
     writes_in_flight: AtomicU64,
     /// When each member last answered this node's Raft requests.
     answered: Answered,
+    /// The addresses of the group's members: the membership's once the node holds one, the
+    /// config's until then, their names resolved again and again.
+    addresses: Arc<MemberAddresses>,
+    /// The membership `addresses` was last given.
+    membership_seen: Mutex<Option<Option<openraft::LogId<NodeId>>>>,
     /// How long proposals take to commit and apply.
     commit_seconds: Histogram,
     commits: AtomicU64,
@@ -170,6 +181,10 @@ impl<M: Machine> Group<M> {
             // Neither stand nor form a group before the peers have been asked (join_or_form).
             raft.runtime_config().elect(false);
         }
+        let addresses =
+            MemberAddresses::resolve(settings.members.values().cloned().collect()).await;
+        let shutdown = CancellationToken::new();
+        addresses.keep_fresh(shutdown.clone());
         let group = Arc::new(Group {
             lease: settings.election_timeout,
             settings,
@@ -185,10 +200,12 @@ impl<M: Machine> Group<M> {
             transferring: AtomicBool::new(false),
             writes_in_flight: AtomicU64::new(0),
             answered,
+            addresses,
+            membership_seen: Mutex::new(None),
             // 1 ms to about 4 s: a commit is a round trip and an fsync, and the deadline is 5 s.
             commit_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 13)),
             commits: AtomicU64::new(0),
-            shutdown: CancellationToken::new(),
+            shutdown,
         });
         if empty {
             tokio::spawn(join_or_form(group.clone()));
@@ -202,10 +219,6 @@ impl<M: Machine> Group<M> {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "the Raft core did not shut down cleanly");
         }
-    }
-
-    pub fn raft(&self) -> &Raft<M> {
-        &self.raft
     }
 
     pub fn settings(&self) -> &Settings {
@@ -322,6 +335,61 @@ impl<M: Machine> Group<M> {
     /// knows of the group so far.
     pub fn rejoin_state(&self) -> Option<Rejoin> {
         *self.rejoining.lock()
+    }
+
+    /// The leader this node's Raft core names, vouched for or not: where a follower passes on
+    /// what only the leader takes, as soon as it has heard of one. [`Group::leader`] is the one
+    /// to tell clients.
+    pub fn raft_leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// Whether this node's Raft core is in the leader's state, lease or not: when a node
+    /// became leader, or stopped being one.
+    pub fn raft_leads(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// The index of the last entry of this node's log; `None` for an empty log.
+    pub fn last_log_index(&self) -> Option<u64> {
+        self.raft.metrics().borrow().last_log_index
+    }
+
+    /// Waits until this node has applied the entry at `index` (at once for `None`), at most
+    /// until `until`; whether it has.
+    pub async fn wait_applied(&self, index: Option<u64>, until: Instant) -> bool {
+        let mut metrics = self.raft.metrics();
+        loop {
+            if metrics.borrow_and_update().last_applied.map(|l| l.index) >= index {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero()
+                || !matches!(
+                    tokio::time::timeout(left, metrics.changed()).await,
+                    Ok(Ok(()))
+                )
+            {
+                return metrics.borrow().last_applied.map(|l| l.index) >= index;
+            }
+        }
+    }
+
+    /// Turns of the node's Raft core (an entry applied, a heartbeat round, a role or
+    /// membership change), for whoever follows the group.
+    pub fn changes(&self) -> Changes {
+        Changes(self.raft.metrics())
+    }
+
+    /// Whether `ip` is an address of one of the group's members now: one that moved is heard
+    /// as soon as its name resolves there.
+    pub async fn admits(&self, ip: IpAddr) -> bool {
+        self.addresses.admits(ip).await
+    }
+
+    /// The addresses of the group's members, kept up with the membership and their names.
+    pub fn peer_ips(&self) -> tokio::sync::watch::Receiver<HashSet<IpAddr>> {
+        self.addresses.subscribe()
     }
 
     /// The term this node's vote is in (0 on an empty store), as a probe reports it.
@@ -454,6 +522,11 @@ impl<M: Machine> Group<M> {
             self.vote(body).await
         } else if code == codes.install_snapshot {
             answer(body, |rpc| self.raft.install_snapshot(rpc)).await
+        } else if code == codes.take_leadership {
+            match self.take_leadership().await {
+                Ok(()) => Served::Answer(Vec::new()),
+                Err(why) => Served::Refused(why),
+            }
         } else if code == codes.probe {
             let probe = GroupProbe {
                 applied: self.applied_index(),
@@ -623,12 +696,23 @@ pub struct RaftStatus {
     pub last_applied: Option<u64>,
 }
 
+/// Turns of a node's Raft core ([`Group::changes`]).
+pub struct Changes(tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>>);
+
+impl Changes {
+    /// Waits for the next turn; `false` once the core has ended.
+    pub async fn next(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
+}
+
 /// Notes when this node becomes leader or stops being one, when a quorum last acknowledged it,
 /// and when its Raft core failed. openraft reports its metrics at every turn of its loop,
 /// heartbeat rounds included.
 async fn watch_role<M: Machine>(group: Arc<Group<M>>) {
     let mut metrics = group.raft.metrics();
     loop {
+        group.follow_membership();
         let (leader, since_ack, fatal) = {
             let m = metrics.borrow();
             let fatal = m.running_state.as_ref().err().map(ToString::to_string);

@@ -5,7 +5,9 @@
 //! Raft traffic between nodes.
 //!
 //! - [`group`]: the group's life on one node: forming or rejoining it, the leader's lease,
-//!   writes and reads within a deadline, the other members' Raft requests, fail-stop;
+//!   writes and reads within a deadline, waits for an entry to be applied, the other members'
+//!   Raft requests, fail-stop; and its members changed while it runs (added, removed, the
+//!   leadership handed over), the trusted addresses following them;
 //! - [`members`]: who the members are, as a config file lists them, and which of them this node is;
 //! - [`metrics`]: a group's Prometheus series under the user's prefix;
 //! - [`store`]: the node's log, vote and snapshots in one redb database (written on threads of
@@ -35,7 +37,7 @@ use openraft::{BasicNode, Entry, RaftTypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use group::{ConsensusError, Group, Settings};
+pub use group::{ChangeError, ConsensusError, Group, MemberChange, Membership, Settings};
 pub use network::Network;
 pub use store::{Applied, LogStore, StateMachine};
 
@@ -141,4 +143,7 @@ pub struct Codes {
     /// Whether the asked member belongs to a group that has worked
     /// ([`group::GroupProbe`]), asked by a node that starts on an empty store.
     pub probe: i32,
+    /// Sent by a leader handing its office on to the member that is to take it, once that
+    /// member holds the leader's whole log: it stands at once.
+    pub take_leadership: i32,
 }

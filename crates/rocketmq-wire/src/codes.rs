@@ -54,6 +54,13 @@ pub mod request {
     /// The members, their roles and how far each lags the leader's log.
     pub const CONTROLLER_LIST_MEMBERS: i32 = 1203;
 
+    // Ours, served by a NameServer that agrees with others (`namesrvPeers`) to admin tools:
+    // changes of the KV group's members, as the controller's above (same headers and body).
+    pub const NAMESRV_ADD_MEMBER: i32 = 1204;
+    pub const NAMESRV_REMOVE_MEMBER: i32 = 1205;
+    pub const NAMESRV_TRANSFER_LEADER: i32 = 1206;
+    pub const NAMESRV_LIST_MEMBERS: i32 = 1207;
+
     // Ours, served by a NameServer to admin tools (`nsadmin explainRoute`).
     /// The route journal's entries about a topic (`topic`) or a broker group (`brokerName`),
     /// newest `limit`, with the route as it is now: a JSON body.
@@ -97,6 +104,9 @@ pub mod peer {
         /// Whether the asked member belongs to a group that has worked (as the controller's
         /// GROUP_PROBE).
         pub const PROBE: i32 = 1214;
+        /// Sent by the leader handing its office on to the member that is to take it (as the
+        /// controller's TAKE_LEADERSHIP).
+        pub const TAKE_LEADERSHIP: i32 = 1218;
         /// A KV command (JSON body) a member passes on to the leader; answered, once committed,
         /// with the index the write took in the log in the `applied` field.
         pub const FORWARDED_WRITE: i32 = 1216;
@@ -115,6 +125,7 @@ pub mod peer {
                     | VOTE
                     | INSTALL_SNAPSHOT
                     | PROBE
+                    | TAKE_LEADERSHIP
                     | FORWARDED_WRITE
                     | ROUTE_DIGEST
                     | ROUTE_PULL

@@ -5,6 +5,7 @@ mod config;
 // Its answer is also what the HTTP port's `/journal` serves.
 pub(crate) mod journal;
 mod kv;
+mod members;
 mod peer;
 mod perm;
 mod route;
@@ -172,6 +173,10 @@ pub fn facts(code: i32) -> Option<Facts> {
         req::GET_NAMESRV_CONFIG => Facts::new(|s, _, r| config::get(s, r)),
         // Blocking: it reads the journal's files.
         req::ROUTE_JOURNAL => Facts::new(|s, _, r| journal::query(s, r)).blocking(),
+        req::NAMESRV_LIST_MEMBERS => Facts::new(|s, _, r| members::list(s, r)),
+        req::NAMESRV_ADD_MEMBER | req::NAMESRV_REMOVE_MEMBER | req::NAMESRV_TRANSFER_LEADER => {
+            Facts::agreed(|s, c, r| Box::pin(members::change(s, c, r))).changes_state()
+        }
         // A digest or a pull walks many brokers' routes; the rest wait on the KV group.
         peer_codes::ROUTE_DIGEST | peer_codes::ROUTE_PULL => {
             Facts::new(peer::serve_routes).blocking()

@@ -237,9 +237,14 @@ struct Standing {
     disagreeing_since: Option<Instant>,
 }
 
+/// (member id, remoting address) of every other NameServer now: the KV group's membership,
+/// which members added or removed while the NameServers run change.
+pub type Members = Box<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
+
 pub struct PeerRoutes {
-    /// (member id, remoting address) of every other NameServer.
-    peers: Vec<(String, String)>,
+    members: Members,
+    /// The members followed now.
+    peers: Mutex<Vec<(String, String)>>,
     connect: rocketmq_raft::Connect,
     source: Option<IpAddr>,
     standing: Mutex<BTreeMap<String, Standing>>,
@@ -257,12 +262,13 @@ pub struct PeerRoutes {
 
 impl PeerRoutes {
     pub fn new(
-        peers: Vec<(String, String)>,
+        members: Members,
         connect: rocketmq_raft::Connect,
         source: Option<IpAddr>,
     ) -> Arc<Self> {
         Arc::new(PeerRoutes {
-            peers,
+            peers: Mutex::new(members()),
+            members,
             connect,
             source,
             standing: Mutex::new(BTreeMap::new()),
@@ -285,6 +291,7 @@ impl PeerRoutes {
     pub fn standing(&self) -> Vec<PeerStanding> {
         let standing = self.standing.lock();
         self.peers
+            .lock()
             .iter()
             .map(|(id, address)| {
                 let s = standing.get(id);
@@ -303,38 +310,67 @@ impl PeerRoutes {
             .collect()
     }
 
-    /// Follows every peer's digest, each peer on its own so that one that is
-    /// down or slow holds up no other, and takes what this NameServer lacks.
+    /// Follows every peer's digest, each peer on its own so that one that is down or slow holds
+    /// up no other, and takes what this NameServer lacks; a member added to the group is
+    /// followed from the next look, one removed no longer.
     pub async fn run(self: Arc<Self>, state: Arc<State>, stop: CancellationToken) {
-        for (id, addr) in self.peers.clone() {
-            let (this, state, stop) = (self.clone(), state.clone(), stop.clone());
-            tokio::spawn(async move { this.follow_peer(&state, &id, &addr, stop).await });
-        }
-        // Filled once every peer has answered once, or the wait ran out with no pull under way.
+        let mut following: BTreeMap<String, (String, CancellationToken)> = BTreeMap::new();
         loop {
-            let answered = {
-                let standing = self.standing.lock();
-                self.peers
-                    .iter()
-                    .all(|(id, _)| standing.get(id).is_some_and(|s| s.last_exchange.is_some()))
-            };
-            let waited = self.started.elapsed();
-            let pulling = !self.pulling.lock().is_empty();
-            if answered || (waited >= FILL_LIMIT && !pulling) || waited >= FILL_MAX {
-                if !answered {
-                    tracing::warn!(
-                        "not every peer answered within {} s of starting: serving the routes \
-                         this NameServer holds",
-                        waited.as_secs()
-                    );
+            let members = (self.members)();
+            following.retain(|id, (addr, own)| {
+                let kept = members.iter().any(|(i, a)| i == id && a == addr);
+                if !kept {
+                    own.cancel();
                 }
-                self.filled.store(true, Ordering::Release);
-                return;
+                kept
+            });
+            for (id, addr) in &members {
+                if following.contains_key(id) {
+                    continue;
+                }
+                let own = stop.child_token();
+                following.insert(id.clone(), (addr.clone(), own.clone()));
+                let (this, state, id, addr) =
+                    (self.clone(), state.clone(), id.clone(), addr.clone());
+                tokio::spawn(async move { this.follow_peer(&state, &id, &addr, own).await });
             }
+            self.standing
+                .lock()
+                .retain(|id, _| members.iter().any(|(i, _)| i == id));
+            *self.peers.lock() = members;
+            let pause = if self.filled() {
+                Duration::from_secs(1)
+            } else {
+                self.fill_look();
+                Duration::from_millis(50)
+            };
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
+        }
+    }
+
+    /// Filled once every peer has answered once, or the wait ran out with no pull under way.
+    fn fill_look(&self) {
+        let answered = {
+            let standing = self.standing.lock();
+            self.peers
+                .lock()
+                .iter()
+                .all(|(id, _)| standing.get(id).is_some_and(|s| s.last_exchange.is_some()))
+        };
+        let waited = self.started.elapsed();
+        let pulling = !self.pulling.lock().is_empty();
+        if answered || (waited >= FILL_LIMIT && !pulling) || waited >= FILL_MAX {
+            if !answered {
+                tracing::warn!(
+                    "not every peer answered within {} s of starting: serving the routes this \
+                     NameServer holds",
+                    waited.as_secs()
+                );
+            }
+            self.filled.store(true, Ordering::Release);
         }
     }
 

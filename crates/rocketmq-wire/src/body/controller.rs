@@ -309,22 +309,23 @@ fn id_set(what: &str, ids: &[Value]) -> Result<BTreeSet<i64>, BodyError> {
     ids.iter().map(|id| value_as_i64(what, id)).collect()
 }
 
-/// The body of the answer to CONTROLLER_LIST_MEMBERS (ours), and of the answers to the other
-/// member changes (the members once the change is done): the controller group's members as
-/// its leader sees them. Plain JSON, since no Java tool reads it.
+/// The body of the answer to CONTROLLER_LIST_MEMBERS and NAMESRV_LIST_MEMBERS (ours), and of the
+/// answers to the other member changes (the members once the change is done): a replicated
+/// group's members (the controller's, or the NameServers' KV group) as its leader sees them.
+/// Plain JSON, since no Java tool reads it.
 #[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ControllerMembers {
+pub struct GroupMembers {
     /// The member that answered as leader.
     pub leader_id: Option<String>,
     /// The leader's last log index.
     pub last_log_index: Option<u64>,
-    pub members: Vec<ControllerMember>,
+    pub members: Vec<GroupMember>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ControllerMember {
+pub struct GroupMember {
     pub id: String,
     pub address: String,
     /// `leader`, `follower` (a voter) or `learner`.
@@ -335,7 +336,7 @@ pub struct ControllerMember {
     pub lag: Option<u64>,
 }
 
-impl ControllerMembers {
+impl GroupMembers {
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("plain data always serializes")
     }
@@ -363,18 +364,18 @@ mod tests {
 
     #[test]
     fn the_member_list_reads_back_as_written_with_unknown_lags_as_null() {
-        let members = ControllerMembers {
+        let members = GroupMembers {
             leader_id: Some("n0".into()),
             last_log_index: Some(7),
             members: vec![
-                ControllerMember {
+                GroupMember {
                     id: "n0".into(),
                     address: "a:1".into(),
                     role: "leader".into(),
                     matched_index: Some(7),
                     lag: Some(0),
                 },
-                ControllerMember {
+                GroupMember {
                     id: "n3".into(),
                     address: "a:4".into(),
                     role: "learner".into(),
@@ -387,8 +388,8 @@ mod tests {
         let text = String::from_utf8(body.clone()).unwrap();
         assert!(text.contains(r#""matchedIndex":null"#), "{text}");
         assert!(text.contains(r#""leaderId":"n0""#), "{text}");
-        assert_eq!(ControllerMembers::decode(&body).unwrap(), members);
-        assert!(ControllerMembers::decode(b"[1]").is_err());
+        assert_eq!(GroupMembers::decode(&body).unwrap(), members);
+        assert!(GroupMembers::decode(b"[1]").is_err());
     }
 
     #[test]

@@ -21,8 +21,8 @@ mod route;
 
 pub use cluster::ClusterInfo;
 pub use controller::{
-    BrokerNameList, BrokerReplicasInfo, ControllerMember, ControllerMembers,
-    ElectMasterResponseBody, ReplicaIdentity, ReplicasInfo, RoleChangeNotifyEntry, SyncStateSet,
+    BrokerNameList, BrokerReplicasInfo, ElectMasterResponseBody, GroupMember, GroupMembers,
+    ReplicaIdentity, ReplicasInfo, RoleChangeNotifyEntry, SyncStateSet,
 };
 pub use data_version::DataVersion;
 pub use lists::{BrokerMemberGroup, KvTable, TopicList};

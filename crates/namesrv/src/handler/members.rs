@@ -1,0 +1,100 @@
+//! The KV group's own members, changed while the NameServers run (ours, codes 1204–1207):
+//! listed by the leader, a member added, removed, or the leadership handed over, as nsadmin asks.
+//! Refused by a follower with the leader's address, where the tool goes next.
+
+use rocketmq_raft::{ChangeError, MemberChange};
+use rocketmq_wire::body::GroupMembers;
+use rocketmq_wire::codes::request as req;
+use rocketmq_wire::codes::response as resp;
+use rocketmq_wire::headers::controller::{
+    AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
+    TransferControllerLeaderRequestHeader,
+};
+use rocketmq_wire::headers::RequestHeader;
+use rocketmq_wire::RemotingCommand;
+
+use super::{Context, HandlerResult};
+use crate::kv_group::KvGroup;
+use crate::state::State;
+
+/// The ext field a follower's NOT_LEADER names the leader's address in.
+pub const LEADER_ADDRESS: &str = "leaderAddress";
+
+/// NAMESRV_LIST_MEMBERS.
+pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
+    Ok(match &state.kv_group {
+        None => no_group(r),
+        Some(group) => answer(group, r, group.list_members()),
+    })
+}
+
+/// NAMESRV_ADD_MEMBER, NAMESRV_REMOVE_MEMBER and NAMESRV_TRANSFER_LEADER: from a member's host
+/// or this host only, since they move who holds the KV config.
+pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
+    let Some(group) = &state.kv_group else {
+        return Ok(no_group(r));
+    };
+    if !c.origin.peer.is_loopback() && !group.is_peer(c.origin.peer).await {
+        return Ok(
+            RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(
+                "member changes are accepted from the hosts of the KV group's members or loopback \
+             only",
+            ),
+        );
+    }
+    let invalid = |why: &str| {
+        RemotingCommand::response_to(r, resp::CONTROLLER_INVALID_REQUEST).with_remark(why)
+    };
+    let result = match r.code {
+        req::NAMESRV_ADD_MEMBER => match AddControllerMemberRequestHeader::from_command(r) {
+            Ok(h) => {
+                let add = MemberChange::Add {
+                    id: h.member_id,
+                    addr: h.member_address,
+                };
+                group.change_members(add).await
+            }
+            Err(_) => return Ok(invalid("memberId and memberAddress are required")),
+        },
+        req::NAMESRV_REMOVE_MEMBER => match RemoveControllerMemberRequestHeader::from_command(r) {
+            Ok(h) => {
+                group
+                    .change_members(MemberChange::Remove { id: h.member_id })
+                    .await
+            }
+            Err(_) => return Ok(invalid("memberId is required")),
+        },
+        _ => match TransferControllerLeaderRequestHeader::from_command(r) {
+            Ok(h) => {
+                group
+                    .change_members(MemberChange::TransferLeader { id: h.member_id })
+                    .await
+            }
+            Err(_) => return Ok(invalid("memberId is required")),
+        },
+    };
+    Ok(answer(group, r, result))
+}
+
+fn answer(
+    group: &KvGroup,
+    r: &RemotingCommand,
+    result: Result<GroupMembers, ChangeError>,
+) -> RemotingCommand {
+    match result {
+        Ok(members) => RemotingCommand::response_to(r, resp::SUCCESS).with_body(members.encode()),
+        Err(e) => {
+            let refused = RemotingCommand::response_to(r, e.code()).with_remark(e.to_string());
+            match (&e, group.leader_address()) {
+                (ChangeError::NotLeader, Some(leader)) => refused.with_ext(LEADER_ADDRESS, leader),
+                _ => refused,
+            }
+        }
+    }
+}
+
+fn no_group(r: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(r, resp::REQUEST_CODE_NOT_SUPPORTED).with_remark(
+        "this NameServer agrees with no others (namesrvPeers is not set): it has no group members",
+    )
+}
