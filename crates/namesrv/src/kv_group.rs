@@ -748,20 +748,20 @@ impl prometheus_client::collector::Collector for KvGroupCollector {
         mut encoder: prometheus_client::encoding::DescriptorEncoder,
     ) -> std::fmt::Result {
         let g = &self.0;
-        rocketmq_raft::metrics::encode(
+        rocketmq_http::group_series::encode(
             &mut encoder,
             "peers_kv",
             &g.group.figures(),
             |id| g.group.name(id),
             g.group.commit_seconds(),
         )?;
-        rocketmq_raft::metrics::gauge(
+        rocketmq_http::group_series::gauge(
             &mut encoder,
             "peers_kv_caught_up",
             "1 once this NameServer has caught up with its KV group since it started",
             i64::from(g.caught_up()),
         )?;
-        rocketmq_raft::metrics::gauge(
+        rocketmq_http::group_series::gauge(
             &mut encoder,
             "peers_kv_applied_index",
             "The last KV group log entry this NameServer applied",

@@ -1,5 +1,5 @@
 //! The node's Prometheus metrics, read from [`Controller::view`] at scrape time: the group's own
-//! series (`rocketmq_raft::metrics`, under `controller_`) and the controller's. The NameServer registers the same collector for its embedded node, so a
+//! series (`rocketmq_http::group_series`, under `controller_`) and the controller's. The NameServer registers the same collector for its embedded node, so a
 //! dashboard reads a standalone and an embedded controller alike: both name their series
 //! `namesrv_controller_*` (the registry's prefix is `namesrv`).
 
@@ -10,8 +10,8 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+use rocketmq_http::group_series::gauge;
 use rocketmq_http::Escaped;
-use rocketmq_raft::metrics::gauge;
 
 use crate::node::Controller;
 use crate::replicated::GroupView;
@@ -44,7 +44,7 @@ impl Collector for ControllerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let v = self.0.view(usize::MAX);
         let group = self.0.group();
-        rocketmq_raft::metrics::encode(
+        rocketmq_http::group_series::encode(
             &mut encoder,
             "controller",
             &group.figures(),

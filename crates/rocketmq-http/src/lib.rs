@@ -1,7 +1,11 @@
 //! The read-only HTTP port the NameServer and the controller share: an accept loop bounded in
-//! connections and in how long a peer may leave one hanging, the answers every such port gives
-//! (text, OpenMetrics) and the parts of the live status page (`page`).
+//! connections and in how long a peer may leave one hanging, and the answers every such port
+//! gives (text, OpenMetrics).
+//!
+//! - [`group_series`]: a replicated group's Prometheus series, the same for both groups;
+//! - [`page`]: the parts of the live status page (style, script, tables).
 
+pub mod group_series;
 pub mod page;
 
 use std::io;

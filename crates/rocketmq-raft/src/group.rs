@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Figures, Member};
+use crate::figures::{Figures, Member};
 use crate::network::Answered;
 use crate::trust::MemberAddresses;
 use crate::{store, Applied, Codes, Connect, LogStore, Machine, Network, NodeId, StateMachine};
@@ -476,7 +476,7 @@ impl<M: Machine> Group<M> {
             .collect()
     }
 
-    /// What the group's series show now (`metrics::encode`).
+    /// What the group's series show now (`rocketmq_http::group_series::encode`).
     pub fn figures(&self) -> Figures {
         let status = self.status();
         let leader = self.raft.metrics().borrow().current_leader;

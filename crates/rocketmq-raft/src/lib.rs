@@ -9,7 +9,7 @@
 //!   Raft requests, fail-stop; and its members changed while it runs (added, removed, the
 //!   leadership handed over), the trusted addresses following them;
 //! - [`members`]: who the members are, as a config file lists them, and which of them this node is;
-//! - [`metrics`]: a group's Prometheus series under the user's prefix;
+//! - [`figures`]: what a group's series and status page show of it, read at scrape time;
 //! - [`store`]: the node's log, vote and snapshots in one redb database (written on threads of
 //!   its own, never queued behind the host's blocking work), and the in-memory state machine
 //!   rebuilt from them;
@@ -22,9 +22,9 @@
 // would only add a conversion at every boundary.
 #![allow(clippy::result_large_err)]
 
+pub mod figures;
 pub mod group;
 pub mod members;
-pub mod metrics;
 pub mod network;
 pub mod peer_auth;
 pub mod store;

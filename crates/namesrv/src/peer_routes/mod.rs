@@ -875,7 +875,7 @@ impl prometheus_client::collector::Collector for PeerRoutesCollector {
             let c = ConstCounter::new(n);
             c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
         }
-        rocketmq_raft::metrics::gauge(
+        rocketmq_http::group_series::gauge(
             &mut encoder,
             "peers_routes_filled",
             "1 once this NameServer has taken its peers' routes since it started",

@@ -213,7 +213,7 @@ impl<M: Machine> Group<M> {
     }
 
     /// A member as LIST_MEMBERS answers it, named as the config names members.
-    pub fn member_row(&self, m: &crate::metrics::Member) -> GroupMember {
+    pub fn member_row(&self, m: &crate::figures::Member) -> GroupMember {
         GroupMember {
             id: self.name(m.node),
             address: m.address.clone(),

@@ -1,42 +1,16 @@
-//! A group's Prometheus series, the same for every group of ours under the user's prefix
-//! (`controller_*` for the controller's group, `peers_kv_*` for the NameServers' KV group), so
-//! that one dashboard panel reads either: the node's role, its leader and term, how long since it
-//! last had word from a working group, its members by role, each member's lag and last answer
-//! (known on the leader), and the commit latency.
+//! A replicated group's Prometheus series, the same for every group of ours under the user's
+//! prefix (`controller_*` for the controller's group, `peers_kv_*` for the NameServers' KV
+//! group), so that one dashboard panel reads either: the node's role, its leader and term, how
+//! long since it last had word from a working group, its members by role, each member's lag and
+//! last answer (known on the leader), and the commit latency.
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
-use rocketmq_http::Escaped;
+use rocketmq_raft::figures::{Figures, Member};
+use rocketmq_raft::NodeId;
 
-/// What a group's series show, read from [`Group`](crate::Group) at scrape time.
-#[derive(Clone, Debug)]
-pub struct Figures {
-    /// openraft's state name (`Leader`, `Follower`, ...) or `Stopped (why)`.
-    pub role: String,
-    pub is_leader: bool,
-    /// Whether the node names a leader it has heard from within the lease (itself included).
-    pub has_leader: bool,
-    pub term: u64,
-    pub quorum_contact_ms: Option<u64>,
-    pub members: Vec<Member>,
-}
-
-/// One member as this node's Raft core knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Member {
-    pub node: crate::NodeId,
-    pub address: String,
-    /// `leader`, `follower` or `learner`.
-    pub role: &'static str,
-    /// The last log index it holds, as the leader last heard (this node's own everywhere).
-    pub matched_index: Option<u64>,
-    /// Entries of the leader's log it lacks (known on the leader).
-    pub lag: Option<u64>,
-    /// Milliseconds since it last answered this node's Raft requests.
-    pub last_answer_ms: Option<u64>,
-    pub this_node: bool,
-}
+use crate::Escaped;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RoleLabel {
@@ -49,6 +23,7 @@ struct MemberLabels {
     address: Escaped,
 }
 
+/// One gauge series without labels.
 pub fn gauge<T: prometheus_client::encoding::EncodeGaugeValue + Default + Copy>(
     encoder: &mut DescriptorEncoder,
     name: &str,
@@ -67,7 +42,7 @@ pub fn encode(
     encoder: &mut DescriptorEncoder,
     prefix: &str,
     figures: &Figures,
-    name: impl Fn(crate::NodeId) -> String,
+    name: impl Fn(NodeId) -> String,
     commit_seconds: &Histogram,
 ) -> std::fmt::Result {
     {
