@@ -73,7 +73,7 @@ async fn ready(AxumState(http): AxumState<Http>) -> Response {
     }
     let why = http
         .state
-        .kv_group
+        .peer_group
         .as_ref()
         .and_then(|g| g.unready_reason())
         .map_or(String::new(), |why| format!(": {why}"));

@@ -14,11 +14,11 @@
 //! - `http`: the read-only HTTP port (metrics, probes, address list, status page);
 //! - [`journal`]: every route change with its cause, on disk, for `nsadmin explainRoute`;
 //! - [`kv`]: the namespaced KV store and its file;
-//! - `kv_group`: the KV config replicated among the NameServers of `namesrvPeers`;
 //! - [`memory`]: giving memory back after large transient work;
 //! - `metrics`: Prometheus metrics, and the request rate and latency of the last 15 minutes;
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
-//! - `peer_routes`: routes exchanged with the NameServers of `namesrvPeers`, until they agree;
+//! - `peers`: NameServers that agree (`namesrvPeers`): their Raft group replicating the KV config
+//!   and admin topic changes, and the routes they exchange until they agree;
 //! - `offload`: moving work that takes milliseconds off the async worker it would stall;
 //! - `persist`: crash-safe file replacement;
 //! - `proxy`: HAProxy PROXY headers before the first frame;
@@ -38,12 +38,11 @@ mod housekeeping;
 mod http;
 pub mod journal;
 pub mod kv;
-mod kv_group;
 pub mod memory;
 mod metrics;
 mod notify;
 mod offload;
-mod peer_routes;
+mod peers;
 mod persist;
 mod proxy;
 pub mod registry;
@@ -138,7 +137,7 @@ pub async fn run(
         .as_deref()
         .map(snapshot::load)
         .unwrap_or_default();
-    let peers = kv_group::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)?;
+    let peers = peers::members::Peers::from_config(&server.namesrv_peers, &server.namesrv_self_id)?;
     let peer_secret = match (&peers, server.namesrv_peer_secret_path.trim()) {
         (Some(_), "") if server.authentication_enabled => anyhow::bail!(
             "authenticationEnabled=true with namesrvPeers needs namesrvPeerSecretPath: without \
@@ -160,7 +159,7 @@ pub async fn run(
             None => connect,
         })
     };
-    let kv_group = match peers {
+    let peer_group = match peers {
         Some(peers) => {
             info!(
                 members = peers.members.len(),
@@ -168,12 +167,12 @@ pub async fn run(
                 "KV config replicated among the NameServers of namesrvPeers"
             );
             let store = &server.namesrv_peer_store_path;
-            Some(kv_group::KvGroup::start(peers, store, peer_connector()?).await?)
+            Some(peers::group::PeerGroup::start(peers, store, peer_connector()?).await?)
         }
         None => None,
     };
-    let peer_routes = match &kv_group {
-        Some(group) => Some(peer_routes::PeerRoutes::new(
+    let peer_routes = match &peer_group {
+        Some(group) => Some(peers::routes::PeerRoutes::new(
             {
                 let group = group.clone();
                 Box::new(move || group.others())
@@ -250,8 +249,8 @@ pub async fn run(
     if let Some(running) = &controller {
         metrics.watch_controller(running.controller.clone());
     }
-    if let Some(group) = &kv_group {
-        metrics.watch_kv_group(group.clone());
+    if let Some(group) = &peer_group {
+        metrics.watch_peer_group(group.clone());
     }
     if let Some(routes) = &peer_routes {
         metrics.watch_peer_routes(routes.clone());
@@ -268,7 +267,7 @@ pub async fn run(
         config: ConfigStore::new(settings),
         inflate_gate: parking_lot::Mutex::new(()),
         kv: kv.clone(),
-        kv_group: kv_group.clone(),
+        peer_group: peer_group.clone(),
         peer_routes: peer_routes.clone(),
         peer_sessions,
         events: routes.events(),
@@ -291,7 +290,7 @@ pub async fn run(
     housekeeping::spawn(state.clone(), queue_rx, stop.clone());
     tokio::spawn(metrics::sample_requests(state.clone(), stop.clone()));
     tls.spawn_reloader(stop.clone());
-    if let Some(group) = &kv_group {
+    if let Some(group) = &peer_group {
         tokio::spawn(group.clone().follow(state.clone(), stop.clone()));
     }
     if let Some(routes) = &peer_routes {
@@ -325,7 +324,7 @@ pub async fn run(
         controller.prepare_to_leave().await;
     }
     // So does the KV group's leader, so that KV writes meet a leader at once.
-    if let Some(group) = &kv_group {
+    if let Some(group) = &peer_group {
         let _ = tokio::time::timeout(HAND_OVER_BOUND, group.hand_over_before_leaving()).await;
     }
     let (graceful, wait) = {
@@ -354,7 +353,7 @@ pub async fn run(
     if let Some(controller) = controller {
         controller.shutdown().await;
     }
-    if let Some(group) = kv_group {
+    if let Some(group) = peer_group {
         group.shutdown().await;
     }
     journal.close();

@@ -262,13 +262,13 @@ impl Metrics {
     }
 
     /// Adds the NameServers' KV group's figures to every scrape.
-    pub fn watch_kv_group(&mut self, group: Arc<crate::kv_group::KvGroup>) {
-        crate::kv_group::register_metrics(&mut self.registry, group);
+    pub fn watch_peer_group(&mut self, group: Arc<crate::peers::group::PeerGroup>) {
+        crate::peers::view::register_metrics(&mut self.registry, group);
     }
 
     /// Adds the route exchange's figures to every scrape.
-    pub fn watch_peer_routes(&mut self, routes: Arc<crate::peer_routes::PeerRoutes>) {
-        crate::peer_routes::register_metrics(&mut self.registry, routes);
+    pub fn watch_peer_routes(&mut self, routes: Arc<crate::peers::routes::PeerRoutes>) {
+        crate::peers::routes::register_metrics(&mut self.registry, routes);
     }
 
     /// Adds the route journal's counts by cause and its size to every scrape.

@@ -50,7 +50,7 @@ fn write_key(w: &mut JsonWriter, key: &BrokerAddrKey) {
 struct Captured {
     /// When it was taken, for people: nothing is decided by it.
     taken_ms: i64,
-    /// The KV group's admin changes the routes reflect (`kv_group`): a restarted member applies
+    /// The KV group's admin changes the routes reflect (`peers::group`): a restarted member applies
     /// those after it.
     admin_position: Option<u64>,
     groups: Vec<BrokerData>,

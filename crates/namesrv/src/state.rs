@@ -17,8 +17,8 @@ use crate::config_store::ConfigStore;
 use crate::events::EventLog;
 use crate::kv::KvStore;
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::kv_group::KvGroup;
 use crate::metrics::Metrics;
+use crate::peers::group::PeerGroup;
 use crate::registry::{ConnId, RouteExtras, RouteTable, Unregistration};
 use crate::tls::Tls;
 use rocketmq_wire::listener::Admission;
@@ -30,9 +30,9 @@ pub struct State {
     pub inflate_gate: Mutex<()>,
     pub kv: Arc<KvStore>,
     /// The NameServers' KV group, when `namesrvPeers` is set: KV writes go through it.
-    pub kv_group: Option<Arc<KvGroup>>,
+    pub peer_group: Option<Arc<PeerGroup>>,
     /// The route exchange with the same peers.
-    pub peer_routes: Option<Arc<crate::peer_routes::PeerRoutes>>,
+    pub peer_routes: Option<Arc<crate::peers::routes::PeerRoutes>>,
     /// With `namesrvPeerSecretPath`: the sealed links peers opened to this NameServer.
     pub peer_sessions: Option<Arc<rocketmq_raft::peer_auth::PeerSessions>>,
     pub routes: RouteTable,
@@ -112,7 +112,7 @@ impl State {
     /// may still hold a topic deleted or a permission wiped while it was down. Bounded: a member
     /// stops waiting for peers that do not answer (10 s, or 120 s while a pull goes on).
     pub fn catching_up(&self) -> Option<&'static str> {
-        if self.kv_group.as_ref().is_some_and(|g| !g.caught_up()) {
+        if self.peer_group.as_ref().is_some_and(|g| !g.caught_up()) {
             return Some("catching up with its KV group (admin changes made while it was down)");
         }
         if self.peer_routes.as_ref().is_some_and(|p| !p.filled()) {
@@ -144,7 +144,7 @@ impl State {
     pub fn is_ready(&self) -> bool {
         !self.is_shutting_down()
             && !self.waiting_for_service()
-            && self.kv_group.as_ref().is_none_or(|g| g.caught_up())
+            && self.peer_group.as_ref().is_none_or(|g| g.caught_up())
             && self.peer_routes.as_ref().is_none_or(|p| p.filled())
             && self
                 .controller
@@ -154,5 +154,20 @@ impl State {
 
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
+    }
+}
+
+/// The peers layer sees this much of the server.
+impl crate::peers::Local for State {
+    fn kv(&self) -> &KvStore {
+        &self.kv
+    }
+
+    fn routes(&self) -> &RouteTable {
+        &self.routes
+    }
+
+    fn notify_min_broker_id_changed(&self) -> bool {
+        self.config.settings().server.notify_min_broker_id_changed
     }
 }

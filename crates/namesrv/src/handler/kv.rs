@@ -11,8 +11,8 @@ use rocketmq_wire::RemotingCommand;
 use super::{success, HandlerResult};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::kv_group::KvCommand;
 use crate::offload;
+use crate::peers::replicated::Command;
 use crate::state::State;
 
 /// Routes show the order config, so a change to it must reach cached routes.
@@ -29,13 +29,13 @@ pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
         key,
         value,
     } = PutKvConfigHeader::from_command(r)?;
-    match &state.kv_group {
+    match &state.peer_group {
         // Answered once a majority of the KV group has it.
         Some(group) => {
             group
                 .write(
                     state,
-                    KvCommand::Put {
+                    Command::Put {
                         namespace: ns.to_string(),
                         key: key.to_string(),
                         value: value.map(String::from),
@@ -73,12 +73,12 @@ pub fn get(state: &State, r: &RemotingCommand) -> HandlerResult {
 
 pub async fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
-    match &state.kv_group {
+    match &state.peer_group {
         Some(group) => {
             group
                 .write(
                     state,
-                    KvCommand::Delete {
+                    Command::Delete {
                         namespace: ns.to_string(),
                         key: key.to_string(),
                     },

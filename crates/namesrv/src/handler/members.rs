@@ -14,7 +14,7 @@ use rocketmq_wire::headers::RequestHeader;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
-use crate::kv_group::KvGroup;
+use crate::peers::group::PeerGroup;
 use crate::state::State;
 
 /// The ext field a follower's NOT_LEADER names the leader's address in.
@@ -22,7 +22,7 @@ pub const LEADER_ADDRESS: &str = "leaderAddress";
 
 /// NAMESRV_LIST_MEMBERS.
 pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
-    Ok(match &state.kv_group {
+    Ok(match &state.peer_group {
         None => no_group(r),
         Some(group) => answer(group, r, group.list_members()),
     })
@@ -31,7 +31,7 @@ pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
 /// NAMESRV_ADD_MEMBER, NAMESRV_REMOVE_MEMBER and NAMESRV_TRANSFER_LEADER: from a member's host
 /// or this host only, since they move who holds the KV config.
 pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerResult {
-    let Some(group) = &state.kv_group else {
+    let Some(group) = &state.peer_group else {
         return Ok(no_group(r));
     };
     if !c.origin.peer.is_loopback() && !group.is_peer(c.origin.peer).await {
@@ -77,7 +77,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
 }
 
 fn answer(
-    group: &KvGroup,
+    group: &PeerGroup,
     r: &RemotingCommand,
     result: Result<GroupMembers, ChangeError>,
 ) -> RemotingCommand {

@@ -328,10 +328,10 @@ fn finish(
 async fn admin_change(
     state: &State,
     asked: (Context, &RemotingCommand),
-    op: crate::kv_group::AdminOp,
+    op: crate::peers::replicated::AdminOp,
 ) -> Result<i64, SystemError> {
     let by = asker(state, asked.0, asked.1);
-    match &state.kv_group {
+    match &state.peer_group {
         Some(group) => group
             .admin(state, op, by)
             .await

@@ -8,8 +8,8 @@ use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
-use crate::kv_group::KvGroup;
-use crate::peer_routes;
+use crate::peers::group::PeerGroup;
+use crate::peers::routes as peer_routes;
 use crate::state::State;
 use rocketmq_raft::trust::RefusalLog;
 
@@ -49,8 +49,8 @@ async fn admit<'a>(
     state: &'a State,
     c: Context,
     r: &RemotingCommand,
-) -> Result<&'a KvGroup, RemotingCommand> {
-    let Some(group) = &state.kv_group else {
+) -> Result<&'a PeerGroup, RemotingCommand> {
+    let Some(group) = &state.peer_group else {
         return Err(
             RemotingCommand::response_to(r, resp::REQUEST_CODE_NOT_SUPPORTED)
                 .with_remark(format!(" request type {} not supported", r.code)),
@@ -100,7 +100,7 @@ fn sealed(state: &State, c: Context, mut answer: RemotingCommand) -> RemotingCom
 }
 
 /// The answer to a member's route digest or pull.
-fn routes_answer(state: &State, group: &KvGroup, r: &RemotingCommand) -> HandlerResult {
+fn routes_answer(state: &State, group: &PeerGroup, r: &RemotingCommand) -> HandlerResult {
     let ok = || RemotingCommand::response_to(r, resp::SUCCESS);
     Ok(match r.code {
         // Until it has applied the admin changes made while it was down, its routes may hold
@@ -111,7 +111,7 @@ fn routes_answer(state: &State, group: &KvGroup, r: &RemotingCommand) -> Handler
         }
         codes::ROUTE_DIGEST => {
             let since = r.ext(peer_routes::SINCE).and_then(|s| s.parse().ok());
-            match peer_routes::digest_since(state, since) {
+            match peer_routes::digest_since(&state.routes, since) {
                 None => ok().with_ext(peer_routes::UNCHANGED, "true"),
                 Some((digest, generation)) => ok()
                     .with_ext(peer_routes::GENERATION, generation)

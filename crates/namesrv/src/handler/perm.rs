@@ -7,7 +7,7 @@ use rocketmq_wire::headers::{
 use rocketmq_wire::RemotingCommand;
 
 use super::{admin_change, success, Context, HandlerResult, SystemError};
-use crate::kv_group::AdminOp;
+use crate::peers::replicated::AdminOp;
 use crate::state::State;
 
 /// How many topics of the broker were touched here; with peers, the change reaches them all

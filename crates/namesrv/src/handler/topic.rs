@@ -10,7 +10,7 @@ use rocketmq_wire::headers::{
 use rocketmq_wire::RemotingCommand;
 
 use super::{admin_change, success, Context, HandlerResult, SystemError};
-use crate::kv_group::AdminOp;
+use crate::peers::replicated::AdminOp;
 use crate::state::State;
 
 const TOPIC_SYS_FLAG_UNIT: i32 = 1;

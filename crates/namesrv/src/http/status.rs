@@ -188,10 +188,10 @@ struct Status {
     controller: Option<rocketmq_controller::ControllerView>,
     /// The NameServers' KV group, when `namesrvPeers` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    peers: Option<crate::kv_group::PeersView>,
+    peers: Option<crate::peers::view::PeersView>,
     /// How this NameServer's routes stand with each peer's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    peer_routes: Option<Vec<crate::peer_routes::PeerStanding>>,
+    peer_routes: Option<Vec<crate::peers::routes::PeerStanding>>,
 }
 
 #[derive(Serialize)]
@@ -395,7 +395,7 @@ fn status(http: &Http, q: &PageQuery, host: Option<&str>) -> Status {
             points,
         },
         controller: state.controller.as_ref().map(|c| c.view(PAGE_ROWS)),
-        peers: state.kv_group.as_ref().map(|g| g.view()),
+        peers: state.peer_group.as_ref().map(|g| g.view()),
         peer_routes: state.peer_routes.as_ref().map(|p| p.standing()),
     }
 }
@@ -634,8 +634,8 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
 /// redraws it).
 fn peers_section(
     page: &mut String,
-    p: &crate::kv_group::PeersView,
-    routes: &[crate::peer_routes::PeerStanding],
+    p: &crate::peers::view::PeersView,
+    routes: &[crate::peers::routes::PeerStanding],
 ) {
     let _ = write!(
         page,
@@ -667,7 +667,7 @@ fn peers_section(
 }
 
 /// A peer's route standing as the table shows it; `status.js` writes the same.
-fn route_cells(r: &crate::peer_routes::PeerStanding) -> (String, String, String) {
+fn route_cells(r: &crate::peers::routes::PeerStanding) -> (String, String, String) {
     (
         r.differences.to_string(),
         r.disagreeing_ms
@@ -679,7 +679,7 @@ fn route_cells(r: &crate::peer_routes::PeerStanding) -> (String, String, String)
 }
 
 /// One line on the node's part in the KV group; `status.js` writes the same.
-fn peers_summary(p: &crate::kv_group::PeersView) -> String {
+fn peers_summary(p: &crate::peers::view::PeersView) -> String {
     format!(
         "NameServer {} of the KV group: {}, term {}, leader {}; applied entry {}; {}",
         p.self_id,

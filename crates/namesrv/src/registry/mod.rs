@@ -387,7 +387,7 @@ impl RouteTable {
         Some((outcome, notice))
     }
 
-    /// A peer's registration of a broker (`peer_routes`): the broker joins its group as the
+    /// A peer's registration of a broker (`peers::routes`): the broker joins its group as the
     /// peer holds it, with no topics read from a body; the group's topics become exactly
     /// `topics`, dated `topics_ms` (when they changed where the word comes from); and the broker
     /// is dated `last_ms`, when the peer last heard it. Which topics change is worked out while

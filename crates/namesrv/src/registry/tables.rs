@@ -115,13 +115,13 @@ pub struct Registry {
     pub(super) created: TopicTally,
     pub(super) removed: TopicTally,
     /// When each recently departed broker address left (unregistered, its connection closed,
-    /// expired): a peer's older word of it must not bring it back (`peer_routes`).
+    /// expired): a peer's older word of it must not bring it back (`peers::routes`).
     pub(super) departed: HashMap<BrokerAddrKey, super::departures::Departure>,
     /// When each group's topics last changed here (or where a peer's word of them came from):
-    /// peers holding the same data version but other topics take the later (`peer_routes`).
+    /// peers holding the same data version but other topics take the later (`peers::routes`).
     pub(super) topics_changed_ms: HashMap<String, i64>,
     /// Per group, a hash of its topics and their queues, kept as they change once
-    /// [`Registry::hash_topics`] is called: what peers compare their groups by (`peer_routes`),
+    /// [`Registry::hash_topics`] is called: what peers compare their groups by (`peers::routes`),
     /// which a scan of the table would cost milliseconds per look at 100k topics. A NameServer
     /// without peers keeps none.
     pub(super) topic_sums: Option<foldhash::HashMap<Arc<str>, GroupSum>>,
@@ -132,7 +132,7 @@ pub struct Registry {
     /// caught up with its KV group): it changes only groups whose topics are as restored, and
     /// dates nothing.
     pub(super) late: bool,
-    /// The position in the KV group's admin changes these routes reflect (`kv_group`), kept
+    /// The position in the KV group's admin changes these routes reflect (`peers::group`), kept
     /// with them in the route snapshot: a restarted member applies exactly the changes after
     /// it, whatever any clock says. `None`: routes that never took an admin change position.
     pub(super) admin_position: Option<u64>,

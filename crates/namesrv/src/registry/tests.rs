@@ -570,7 +570,7 @@ enum Step {
     DeleteTopic(usize),
     WritePerm(usize, bool),
     RegisterTopic(usize, usize, i32),
-    /// A peer's word of a group's topics (`peer_routes`).
+    /// A peer's word of a group's topics (`peers::routes`).
     Mirror(usize, Vec<(usize, i32)>),
     Extras,
     Read(usize, bool),

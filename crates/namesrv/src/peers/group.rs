@@ -1,15 +1,16 @@
-//! The NameServers' replicated KV config: with `namesrvPeers` set, PUT_KV_CONFIG and
-//! DELETE_KV_CONFIG go through an openraft group of the listed NameServers (`rocketmq_raft`, the
-//! controller's engine and store) and are answered SUCCESS only once a majority has them. Any
-//! member takes a write: a follower passes it to the leader. Reads stay local: every member
-//! writes the state it applied into its own KV store (`kvConfig.json`, Java's file), which the
-//! read handlers serve as before.
+//! This NameServer's part in the group of NameServers that agree: with `namesrvPeers` set,
+//! PUT_KV_CONFIG, DELETE_KV_CONFIG and the admin topic changes go through an openraft group of the
+//! members (`rocketmq_raft`, the controller's engine and store) and are answered SUCCESS only once
+//! a majority has them. Any member takes a write: a follower passes it to the leader. Reads stay
+//! local: every member writes the state it applied into its own KV store (`kvConfig.json`, Java's
+//! file), which the read handlers serve as before, and applies the admin changes to its routes.
+//! Members are added and removed while the group runs (`change_members`).
 //!
 //! A member's own KV file is offered to the group before the group's state overwrites it
 //! (`Seed`): keys the group lacks are taken, keys it has keep the group's value. So turning
 //! peers on over existing NameServers loses no entry any of them held.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,10 +23,10 @@ use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
-use serde::{Deserialize, Serialize};
 
-use crate::kv::Table;
-use crate::state::State;
+use super::members::Peers;
+use super::replicated::{AdminChange, AdminOp, Command, KvAndAdmin, ADMIN_KEPT};
+use super::Local;
 
 /// A change id no two proposals share in practice: the clock's nanoseconds and a counter.
 fn change_id() -> u64 {
@@ -47,160 +48,6 @@ const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
     take_leadership: codes::TAKE_LEADERSHIP,
 };
 
-/// A change to the KV config.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum KvCommand {
-    /// PUT_KV_CONFIG; no value removes the key, as a Java null value vanishes.
-    Put {
-        namespace: String,
-        key: String,
-        value: Option<String>,
-    },
-    /// DELETE_KV_CONFIG: the key goes, its namespace stays.
-    Delete { namespace: String, key: String },
-    /// A member's own KV file, offered once: what the group lacks is taken.
-    Seed { member: NodeId, table: Table },
-    /// A topic change made by an admin request on one NameServer, for every member's routes.
-    Admin(AdminChange),
-}
-
-/// A topic change an admin request makes (wipe or add write permission, delete or register a
-/// topic), numbered by its place in the group's log (`KvState::admin`) so that each member
-/// applies it once: members order admin changes by that, never by a clock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AdminChange {
-    /// Unique per change: the member that took the request reads its own result by it.
-    pub id: u64,
-    /// When it was proposed, on the proposer's clock: for people reading the log only (members
-    /// whose clocks differ would disagree on anything decided by it).
-    pub at_ms: i64,
-    pub op: AdminOp,
-    /// Who asked (`admin from ADDRESS`), for every member's route journal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AdminOp {
-    WritePerm {
-        broker_name: String,
-        wipe: bool,
-    },
-    DeleteTopic {
-        topic: String,
-        cluster: Option<String>,
-    },
-    /// Each queue: (broker name, read queues, write queues, perm, topic sys flag).
-    RegisterTopic {
-        topic: String,
-        queues: Vec<(String, i32, i32, i32, i32)>,
-    },
-}
-
-impl AdminOp {
-    /// Applies the change to a lone NameServer's routes; how many topics it touched.
-    pub fn apply(&self, routes: &crate::registry::RouteTable, by: Option<String>) -> i64 {
-        routes.change_by(by, |r| self.apply_to(r))
-    }
-
-    /// Applies the change to this member's routes; how many topics it touched.
-    fn apply_to(&self, r: &mut crate::registry::Registry) -> i64 {
-        match self {
-            AdminOp::WritePerm { broker_name, wipe } => {
-                r.change_write_perm(broker_name, *wipe) as i64
-            }
-            AdminOp::DeleteTopic { topic, cluster } => {
-                i64::from(r.delete_topic(topic, cluster.as_deref()))
-            }
-            AdminOp::RegisterTopic { topic, queues } => {
-                let queue_datas: Vec<rocketmq_wire::body::QueueData> = queues
-                    .iter()
-                    .map(
-                        |(broker, read, write, perm, sys_flag)| rocketmq_wire::body::QueueData {
-                            broker_name: broker.clone(),
-                            read_queue_nums: *read,
-                            write_queue_nums: *write,
-                            perm: *perm,
-                            topic_sys_flag: *sys_flag,
-                        },
-                    )
-                    .collect();
-                i64::from(r.register_topic(topic, &queue_datas))
-            }
-        }
-    }
-}
-
-/// Admin changes the state keeps for members to apply: far more than arrive between two looks.
-const ADMIN_KEPT: usize = 1024;
-
-/// The replicated KV config.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct KvState {
-    pub table: Table,
-    /// The members whose own file the group has taken (`Seed`).
-    pub seeded: BTreeSet<NodeId>,
-    /// The latest admin changes, numbered in the order applied.
-    #[serde(default)]
-    pub admin: std::collections::VecDeque<(u64, AdminChange)>,
-    #[serde(default)]
-    pub admin_seq: u64,
-}
-
-impl KvState {
-    fn apply(&mut self, cmd: &KvCommand) {
-        match cmd {
-            KvCommand::Put {
-                namespace,
-                key,
-                value,
-            } => {
-                let ns = self.table.entry(namespace.clone()).or_default();
-                match value {
-                    Some(v) => ns.insert(key.clone(), v.clone()),
-                    None => ns.remove(key),
-                };
-            }
-            KvCommand::Delete { namespace, key } => {
-                if let Some(ns) = self.table.get_mut(namespace) {
-                    ns.remove(key);
-                }
-            }
-            KvCommand::Admin(change) => {
-                self.admin_seq += 1;
-                self.admin.push_back((self.admin_seq, change.clone()));
-                while self.admin.len() > ADMIN_KEPT {
-                    self.admin.pop_front();
-                }
-            }
-            KvCommand::Seed { member, table } => {
-                if self.seeded.insert(*member) {
-                    for (namespace, entries) in table {
-                        let ns = self.table.entry(namespace.clone()).or_default();
-                        for (k, v) in entries {
-                            ns.entry(k.clone()).or_insert_with(|| v.clone());
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-rocketmq_raft::declare_config!(
-    /// Log entries are KV commands; applying one answers nothing.
-    pub KvTypeConfig: D = KvCommand, R = ()
-);
-
-impl rocketmq_raft::Machine for KvState {
-    type C = KvTypeConfig;
-    const NAME: &'static str = "the KV config";
-
-    fn apply(&mut self, cmd: &KvCommand) {
-        KvState::apply(self, cmd)
-    }
-}
-
 /// Raft timing: as the controller's defaults (`controllerRaftHeartbeatIntervalMs`,
 /// `controllerElectionTimeoutMs`), which suit nodes on one network.
 const HEARTBEAT_MS: u64 = 250;
@@ -212,52 +59,14 @@ const FORWARD_ATTEMPT: Duration = Duration::from_millis(1500);
 /// and says it is ready: its peers may all be down.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(10);
 
-/// What `namesrvPeers` and `namesrvSelfId` say.
-#[derive(Clone, Debug)]
-pub struct Peers {
-    pub self_id: NodeId,
-    /// Node id → remoting address: the members the group is formed with. Once formed, the
-    /// group's membership says who the members are; members added or removed since need not
-    /// be listed here.
-    pub members: BTreeMap<NodeId, String>,
-    /// `n` in `n0`: how members are named.
-    prefix: String,
-}
-
-impl Peers {
-    /// `None` when no peers are configured: a lone NameServer. Read as the controller reads
-    /// its members ([`rocketmq_raft::members`]).
-    pub fn from_config(peers: &str, self_id: &str) -> anyhow::Result<Option<Peers>> {
-        use rocketmq_raft::members::{MemberError, Members};
-        if !crate::config::lists_peers(peers) {
-            return Ok(None);
-        }
-        let members = Members::parse(peers, self_id).map_err(|e| match e {
-            MemberError::SelfNotListed(id) => {
-                anyhow::anyhow!("namesrvSelfId {id} is not among namesrvPeers")
-            }
-            MemberError::NoOrdinal(reason) => anyhow::anyhow!("namesrvSelfId=auto: {reason}"),
-            other => anyhow::anyhow!("namesrvPeers: {other}"),
-        })?;
-        Ok(Some(Peers {
-            self_id: members.self_node(),
-            members: members
-                .by_node()
-                .map(|(id, addr)| (id, addr.to_string()))
-                .collect(),
-            prefix: members.prefix().to_string(),
-        }))
-    }
-}
-
 /// Why a KV write failed: answered SYSTEM_ERROR with this remark.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct WriteFailed(pub String);
 
-pub struct KvGroup {
-    group: Arc<Group<KvState>>,
-    self_id: NodeId,
+pub struct PeerGroup {
+    pub(super) group: Arc<Group<KvAndAdmin>>,
+    pub(super) self_id: NodeId,
     stop: tokio_util::sync::CancellationToken,
     /// The connection to the leader writes are passed on over.
     to_leader: Mutex<Option<(String, Client)>>,
@@ -270,12 +79,12 @@ pub struct KvGroup {
     started: Instant,
 }
 
-impl KvGroup {
+impl PeerGroup {
     pub async fn start(
         peers: Peers,
         store_path: &str,
         connect: rocketmq_raft::Connect,
-    ) -> anyhow::Result<Arc<KvGroup>> {
+    ) -> anyhow::Result<Arc<PeerGroup>> {
         let settings = Settings {
             name: "namesrv-kv".into(),
             members_are: "NameServers",
@@ -290,7 +99,7 @@ impl KvGroup {
             connect,
         };
         let group = Group::start(settings).await?;
-        Ok(Arc::new(KvGroup {
+        Ok(Arc::new(PeerGroup {
             group,
             self_id: peers.self_id,
             stop: tokio_util::sync::CancellationToken::new(),
@@ -350,33 +159,6 @@ impl KvGroup {
         self.group.hand_over_before_leaving().await
     }
 
-    /// What the status page shows of the group.
-    pub fn view(&self) -> PeersView {
-        let figures = self.group.figures();
-        PeersView {
-            self_id: self.group.name(self.self_id),
-            role: figures.role,
-            term: figures.term,
-            leader: self.group.leader().map(|id| self.group.name(id)),
-            applied: self.applied(),
-            caught_up: self.caught_up(),
-            quorum_contact_ms: figures.quorum_contact_ms,
-            members: figures
-                .members
-                .into_iter()
-                .map(|m| PeerView {
-                    id: self.group.name(m.node),
-                    address: m.address,
-                    role: m.role,
-                    lag: m.lag,
-                    last_answer_ms: m.last_answer_ms,
-                    this_node: m.this_node,
-                })
-                .collect(),
-            commits: self.group.commits(),
-        }
-    }
-
     /// Whether this node has caught up with its group since it started (or given up waiting).
     pub fn caught_up(&self) -> bool {
         self.caught_up.load(Ordering::Acquire)
@@ -396,7 +178,7 @@ impl KvGroup {
     /// Applies `cmd` through the group: on the leader, or passed on to it. Answers once the
     /// command is committed and this node's KV store holds it, or with why not within the
     /// deadline.
-    pub async fn write(&self, local: &State, cmd: KvCommand) -> Result<(), WriteFailed> {
+    pub async fn write(&self, local: &dyn Local, cmd: Command) -> Result<(), WriteFailed> {
         let deadline = Instant::now() + DEADLINE;
         let mut last_error;
         loop {
@@ -425,7 +207,7 @@ impl KvGroup {
         )))
     }
 
-    fn applied(&self) -> Option<u64> {
+    pub(super) fn applied(&self) -> Option<u64> {
         self.group.applied_index()
     }
 
@@ -433,7 +215,7 @@ impl KvGroup {
     async fn forward(
         &self,
         leader: NodeId,
-        cmd: &KvCommand,
+        cmd: &Command,
         deadline: Instant,
     ) -> Result<Option<u64>, ConsensusError> {
         let failed = |why: String| ConsensusError::Failed(why);
@@ -486,7 +268,7 @@ impl KvGroup {
         let Some(cmd) = r
             .body
             .as_deref()
-            .and_then(|b| serde_json::from_slice::<KvCommand>(b).ok())
+            .and_then(|b| serde_json::from_slice::<Command>(b).ok())
         else {
             return answer(resp::SYSTEM_ERROR).with_remark("malformed KV command");
         };
@@ -514,7 +296,7 @@ impl KvGroup {
     /// from this node would not see it yet.
     async fn await_applied(
         &self,
-        local: &State,
+        local: &dyn Local,
         applied: Option<u64>,
         deadline: Instant,
     ) -> Result<(), WriteFailed> {
@@ -538,7 +320,12 @@ impl KvGroup {
 
     /// Proposes an admin change and waits until this member applied it; how many topics it
     /// touched here.
-    pub async fn admin(&self, local: &State, op: AdminOp, by: String) -> Result<i64, WriteFailed> {
+    pub async fn admin(
+        &self,
+        local: &dyn Local,
+        op: AdminOp,
+        by: String,
+    ) -> Result<i64, WriteFailed> {
         let id = change_id();
         let change = AdminChange {
             id,
@@ -547,7 +334,7 @@ impl KvGroup {
             by: Some(by),
         };
         let began = Instant::now();
-        self.write(local, KvCommand::Admin(change)).await?;
+        self.write(local, Command::Admin(change)).await?;
         // Committed is not yet applied here when the leader's index came back unknown, or when
         // the node's own loop applies it first: the answer waits for this node's routes.
         let mut changes = self.group.changes();
@@ -571,8 +358,8 @@ impl KvGroup {
 
     /// Makes the KV store the group's state as applied here, once this node's own file has
     /// been offered to the group, never an older state over a newer one; and applies the admin
-    /// changes its routes lack to its routes ([`KvGroup::apply_admin`]).
-    fn sync(&self, local: &State) -> Result<(), crate::kv::KvError> {
+    /// changes its routes lack to its routes ([`PeerGroup::apply_admin`]).
+    fn sync(&self, local: &dyn Local) -> Result<(), crate::kv::KvError> {
         let mut synced = self.synced.lock();
         let (index, state) = {
             let applied = self.group.applied().read();
@@ -585,7 +372,7 @@ impl KvGroup {
         };
         self.apply_admin(local, &state);
         if state.seeded.contains(&self.self_id) {
-            local.kv.replace(state.table)?;
+            local.kv().replace(state.table)?;
         }
         *synced = index;
         Ok(())
@@ -599,15 +386,15 @@ impl KvGroup {
     /// carries the change already) stands. Routes with no position (a start without a route
     /// snapshot) hold nothing such a change could act on until they come from brokers and
     /// peers, which carry the changes made: the position is taken where the log stands.
-    fn apply_admin(&self, local: &State, state: &KvState) {
+    fn apply_admin(&self, local: &dyn Local, state: &KvAndAdmin) {
         // Nearly every log entry applied is a KV write: no write lock on the routes for those.
-        let position = local.routes.read(|r| r.admin_position());
+        let position = local.routes().read(|r| r.admin_position());
         if position.is_some_and(|from| state.admin_seq <= from) {
             return;
         }
         let late = !self.caught_up();
         let mut admin = self.admin_applied.lock();
-        local.routes.change(|r| {
+        local.routes().change(|r| {
             let Some(from) = r.admin_position() else {
                 r.set_admin_position(state.admin_seq);
                 return;
@@ -653,7 +440,7 @@ impl KvGroup {
     /// node applies, and notes when it has caught up.
     pub async fn follow(
         self: Arc<Self>,
-        local: Arc<State>,
+        local: Arc<dyn Local>,
         stop: tokio_util::sync::CancellationToken,
     ) {
         let mut changes = self.group.changes();
@@ -666,11 +453,11 @@ impl KvGroup {
                 .seeded
                 .contains(&self.self_id);
             if !seeded && self.group.leader().is_some() {
-                let cmd = KvCommand::Seed {
+                let cmd = Command::Seed {
                     member: self.self_id,
-                    table: local.kv.table(),
+                    table: local.kv().table(),
                 };
-                match self.write(&local, cmd).await {
+                match self.write(local.as_ref(), cmd).await {
                     Ok(()) => tracing::info!("this NameServer's KV file was offered to its group"),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot offer the KV file to the group yet")
@@ -679,7 +466,7 @@ impl KvGroup {
             }
             let this = self.clone();
             let state = local.clone();
-            let synced = tokio::task::spawn_blocking(move || this.sync(&state)).await;
+            let synced = tokio::task::spawn_blocking(move || this.sync(state.as_ref())).await;
             if let Ok(Err(e)) = synced {
                 tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             }
@@ -702,154 +489,5 @@ impl KvGroup {
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
-    }
-}
-
-/// The KV group as the status page shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct PeersView {
-    pub self_id: String,
-    pub role: String,
-    pub term: u64,
-    /// The leader this node vouches for (heard from within the lease, or itself).
-    pub leader: Option<String>,
-    pub applied: Option<u64>,
-    pub caught_up: bool,
-    pub quorum_contact_ms: Option<u64>,
-    pub members: Vec<PeerView>,
-    /// KV writes this node committed as leader since it started.
-    pub commits: u64,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct PeerView {
-    pub id: String,
-    pub address: String,
-    pub role: &'static str,
-    /// Entries it lacks (known on the leader).
-    pub lag: Option<u64>,
-    pub last_answer_ms: Option<u64>,
-    pub this_node: bool,
-}
-
-/// The group's series on `/metrics` (`namesrv_peers_kv_*`, as the controller's group's are
-/// `namesrv_controller_*`), and whether this node has caught up.
-struct KvGroupCollector(Arc<KvGroup>);
-
-impl std::fmt::Debug for KvGroupCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("KvGroupCollector")
-    }
-}
-
-impl prometheus_client::collector::Collector for KvGroupCollector {
-    fn encode(
-        &self,
-        mut encoder: prometheus_client::encoding::DescriptorEncoder,
-    ) -> std::fmt::Result {
-        let g = &self.0;
-        rocketmq_http::group_series::encode(
-            &mut encoder,
-            "peers_kv",
-            &g.group.figures(),
-            |id| g.group.name(id),
-            g.group.commit_seconds(),
-        )?;
-        rocketmq_http::group_series::gauge(
-            &mut encoder,
-            "peers_kv_caught_up",
-            "1 once this NameServer has caught up with its KV group since it started",
-            i64::from(g.caught_up()),
-        )?;
-        rocketmq_http::group_series::gauge(
-            &mut encoder,
-            "peers_kv_applied_index",
-            "The last KV group log entry this NameServer applied",
-            g.applied().unwrap_or(0) as i64,
-        )
-    }
-}
-
-/// Adds the group's series to every scrape of `registry`.
-pub fn register_metrics(registry: &mut prometheus_client::registry::Registry, group: Arc<KvGroup>) {
-    registry.register_collector(Box::new(KvGroupCollector(group)));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(entries: &[(&str, &str, &str)]) -> Table {
-        let mut t = Table::new();
-        for (ns, k, v) in entries {
-            t.entry(ns.to_string())
-                .or_default()
-                .insert(k.to_string(), v.to_string());
-        }
-        t
-    }
-
-    #[test]
-    fn a_seed_adds_only_what_the_group_lacks_and_only_once_per_member() {
-        let mut state = KvState::default();
-        state.apply(&KvCommand::Put {
-            namespace: "ns".into(),
-            key: "a".into(),
-            value: Some("group".into()),
-        });
-        state.apply(&KvCommand::Seed {
-            member: 1,
-            table: table(&[("ns", "a", "file"), ("ns", "b", "file")]),
-        });
-        assert_eq!(
-            state.table,
-            table(&[("ns", "a", "group"), ("ns", "b", "file")])
-        );
-        state.apply(&KvCommand::Delete {
-            namespace: "ns".into(),
-            key: "b".into(),
-        });
-        // Offered again (a restart before it saw its seed applied): nothing comes back.
-        state.apply(&KvCommand::Seed {
-            member: 1,
-            table: table(&[("ns", "b", "file")]),
-        });
-        assert_eq!(state.table, table(&[("ns", "a", "group")]));
-        assert_eq!(state.seeded, BTreeSet::from([1]));
-    }
-
-    #[test]
-    fn a_put_without_a_value_removes_the_key_and_a_delete_keeps_the_namespace() {
-        let mut state = KvState::default();
-        let put = |v: Option<&str>| KvCommand::Put {
-            namespace: "ns".into(),
-            key: "k".into(),
-            value: v.map(String::from),
-        };
-        state.apply(&put(Some("v")));
-        state.apply(&put(None));
-        assert_eq!(state.table["ns"].len(), 0);
-        state.apply(&put(Some("v")));
-        state.apply(&KvCommand::Delete {
-            namespace: "ns".into(),
-            key: "k".into(),
-        });
-        assert!(state.table.contains_key("ns"));
-    }
-
-    #[test]
-    fn peers_are_read_as_the_controller_s_peer_list_and_must_name_this_node() {
-        let peers = Peers::from_config("n0-127.0.0.1:9876;n1-127.0.0.2:9876", "n1")
-            .unwrap()
-            .unwrap();
-        assert_eq!(peers.self_id, 1);
-        assert_eq!(peers.members[&0], "127.0.0.1:9876");
-        assert_eq!(peers.prefix, "n");
-        assert!(Peers::from_config("", "").unwrap().is_none());
-        assert!(Peers::from_config("n0-127.0.0.1:9876", "n5").is_err());
-        assert!(Peers::from_config("n0-127.0.0.1", "n0").is_err());
-        assert!(Peers::from_config("n0-127.0.0.1:1;m1-127.0.0.1:2", "n0").is_err());
-        // One member at two addresses: the controller's rule, not the last one winning.
-        assert!(Peers::from_config("n0-127.0.0.1:1;n0-127.0.0.2:1", "n0").is_err());
     }
 }

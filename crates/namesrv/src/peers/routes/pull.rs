@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{heard_of, Heard};
+use super::digest::{heard_of, Heard};
 use crate::registry::{Queues, Registry, TopicSnapshot};
 
 /// Bytes of topic lists one pull answers with, about (by the groups' topic counts), past the
@@ -202,7 +202,7 @@ mod tests {
             write_topic(&mut list, t, q);
         }
         Record {
-            heard: super::super::tests::heard(name, "1.1.1.1:10911", (0, 1, 1), 5),
+            heard: super::super::digest::tests::heard(name, "1.1.1.1:10911", (0, 1, 1), 5),
             ha_server_addr: String::new(),
             timeout_ms: 120_000,
             protocol: 0,
@@ -292,7 +292,7 @@ mod tests {
             "2.2.2.2:10911",
             &[("shared", q(3)), ("only-b", q(4))],
         );
-        let digest = table.read(super::super::digest);
+        let digest = table.read(super::super::digest::digest);
         let asked: Vec<Heard> = ["b", "a"]
             .iter()
             .map(|name| {
