@@ -220,16 +220,11 @@ impl Settings {
         self.blacklist.first_refused(keys)
     }
 
-    /// Applies a remote update (already checked against the blacklist): config keys are bound,
-    /// remembered extra keys updated, anything else ignored.
+    /// Applies a remote update (already checked against the blacklist) as the controller does
+    /// too ([`rocketmq_wire::key_table::apply_update`]).
     pub fn apply_update(&mut self, props: &[(String, String)]) {
-        for (k, v) in props {
-            if self.server.set(k, v) == Binding::Unknown {
-                if let Some(slot) = self.extras.get_mut(k) {
-                    *slot = v.clone();
-                }
-            }
-        }
+        let server = &mut self.server;
+        rocketmq_wire::key_table::apply_update(props, |k, v| server.set(k, v), &mut self.extras);
     }
 
     /// Every key with its value, sorted by key, as GET_NAMESRV_CONFIG and the persisted file

@@ -364,17 +364,14 @@ impl ControllerConfig {
         self.blacklist.refuses(key)
     }
 
-    /// Applies a remote update (already checked against the blacklist): the settings that can
-    /// change at run time take effect, every key is listed afterwards. A value that does not
-    /// convert changes nothing, as Java's binding leaves the setting alone.
+    /// Applies a remote update (already checked against the blacklist) as the NameServer does
+    /// ([`rocketmq_wire::key_table::apply_update`]: keys of the table bound untrimmed, a value
+    /// that does not convert changing nothing; extra keys of the file updated; others dropped),
+    /// and the settings that can change at run time take effect.
     pub fn apply_update(&mut self, props: &[(String, String)]) {
         let mut table = self.table.clone();
         let mut extras = self.extras.clone();
-        for (k, v) in props {
-            if table.set(k, v.trim()) == Binding::Unknown {
-                extras.insert(k.clone(), v.clone());
-            }
-        }
+        rocketmq_wire::key_table::apply_update(props, |k, v| table.set(k, v), &mut extras);
         if let Ok(updated) = Self::derive(table, extras, &self.store_path) {
             // The group, its members, the store and the fixed keys stay as the node started.
             *self = ControllerConfig {
@@ -479,6 +476,7 @@ mod tests {
             &props(&[
                 ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
                 ("controllerDLegerSelfId", "n0"),
+                ("note", "a key of the file besides the table"),
             ]),
             Path::new("/h"),
         )
@@ -703,5 +701,25 @@ mod tests {
         c.apply_update(&props(&[("scanNotActiveBrokerInterval", "soon")]));
         assert_eq!(c.scan_not_active_broker_interval_ms, 2000);
         assert!(c.listing().contains("scanNotActiveBrokerInterval=2000\n"));
+        // As Java parses an update, and as the NameServer binds one: untrimmed.
+        c.apply_update(&props(&[("scanNotActiveBrokerInterval", "3000 ")]));
+        assert_eq!(c.scan_not_active_broker_interval_ms, 2000);
+    }
+
+    #[test]
+    fn an_update_naming_a_key_the_config_does_not_have_drops_it_as_the_nameserver_does() {
+        let mut c = ControllerConfig::from_properties(
+            &props(&[
+                ("controllerDLegerPeers", "n0-127.0.0.1:9878"),
+                ("controllerDLegerSelfId", "n0"),
+                ("fromTheFile", "a"),
+            ]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        c.apply_update(&props(&[("fromTheFile", "b"), ("neverSeen", "x")]));
+        let listing = c.listing();
+        assert!(listing.contains("fromTheFile=b\n"), "{listing}");
+        assert!(!listing.contains("neverSeen"), "{listing}");
     }
 }

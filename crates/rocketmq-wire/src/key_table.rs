@@ -140,6 +140,25 @@ pub fn merged<'a>(
     all
 }
 
+/// Applies a remote config update (UPDATE_NAMESRV_CONFIG, UPDATE_CONTROLLER_CONFIG) as Java's
+/// `Configuration.update` does, one behaviour for both binaries: a key of the table is bound as
+/// given, untrimmed (`bind`; a value that does not convert leaves the setting alone); a key the
+/// configuration lists besides its table (one its file had) takes the new value; any other key
+/// is dropped, as Java merges only the keys it already has. The blacklist is checked before.
+pub fn apply_update(
+    props: &[(String, String)],
+    mut bind: impl FnMut(&str, &str) -> Binding,
+    extras: &mut BTreeMap<String, String>,
+) {
+    for (k, v) in props {
+        if bind(k, v) == Binding::Unknown {
+            if let Some(slot) = extras.get_mut(k) {
+                slot.clone_from(v);
+            }
+        }
+    }
+}
+
 /// The keys a remote config update may never change: the server's own fixed list and prefixes,
 /// and the `configBlackList` its file configured (`;`-separated), fixed when it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
