@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use rocketmq_wire::body::GroupMembers;
+use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::{request, response};
 use rocketmq_wire::headers::controller::{
     AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
@@ -61,8 +62,6 @@ pub trait MemberGroup {
     async fn new_leader(&self, old: &str) -> Option<String>;
 }
 
-/// The ext field a NameServer's NOT_LEADER names the leader's address in.
-const LEADER_ADDRESS: &str = "leaderAddress";
 /// Rounds over -n: a leader named a moment ago can lose its office before the request reaches
 /// it, and a new one is elected within a second or two.
 const ROUNDS: u32 = 3;
@@ -108,7 +107,7 @@ impl MemberGroup for Namesrvs {
                     if reply.response.code != response::CONTROLLER_NOT_LEADER {
                         return Ok(reply);
                     }
-                    match reply.response.ext(LEADER_ADDRESS) {
+                    match reply.response.ext(keys::LEADER_ADDRESS) {
                         Some(leader) if leader != asked => asked = leader.to_string(),
                         _ => {
                             notes.push(format!("{asked}: not the leader, and knows none"));

@@ -24,11 +24,7 @@ use rocketmq_wire::RemotingCommand;
 
 /// Ext fields: the handshake's nonces and the answerer's proof; every sealed frame's sequence
 /// number (requests, decimal) and MAC (binary fields in unpadded URL-safe base64).
-const CLIENT_NONCE: &str = "peerNonce";
-const SERVER_NONCE: &str = "peerServerNonce";
-const PROOF: &str = "peerProof";
-const SEQ: &str = "peerSeq";
-const MAC: &str = "peerMac";
+use rocketmq_wire::codes::peer::keys::{CLIENT_NONCE, MAC, PROOF, SEQ, SERVER_NONCE};
 /// The bytes of a frame's MAC that travel.
 const MAC_BYTES: usize = 16;
 /// The longest binary field decoded (a nonce, a proof or a MAC; 64 bytes in base64).

@@ -75,6 +75,33 @@ pub mod peer {
     /// (`rocketmq_raft::peer_auth`), in either group.
     pub const PEER_HELLO: i32 = 1217;
 
+    /// The ext fields our nodes' private requests and answers carry, in either group.
+    pub mod keys {
+        /// PEER_HELLO: the connecting member's nonce; the answer's nonce and proof.
+        pub const CLIENT_NONCE: &str = "peerNonce";
+        pub const SERVER_NONCE: &str = "peerServerNonce";
+        pub const PROOF: &str = "peerProof";
+        /// On every sealed request and answer: its sequence number and MAC.
+        pub const SEQ: &str = "peerSeq";
+        pub const MAC: &str = "peerMac";
+        /// FORWARDED_WRITE's answer: the index the write took in the group's log.
+        pub const APPLIED: &str = "applied";
+        /// The answering NameServer's clock (ms since the epoch) when it answered ROUTE_DIGEST
+        /// or ROUTE_PULL.
+        pub const NOW: &str = "now";
+        /// ROUTE_DIGEST: the asker's `since` (the generation of the asked NameServer's routes at
+        /// its last whole digest); the answer's `unchanged` (routes still at that generation: no
+        /// body) or `generation` (of the digest in the body).
+        pub const SINCE: &str = "since";
+        pub const UNCHANGED: &str = "unchanged";
+        pub const GENERATION: &str = "generation";
+        /// ROUTE_PULL: the bytes of topic lists the asker takes in this answer.
+        pub const BYTES: &str = "bytes";
+        /// A NameServer's CONTROLLER_NOT_LEADER to a member change (1204–1207): the remoting
+        /// address of the leader it vouches for, where the admin tool goes next.
+        pub const LEADER_ADDRESS: &str = "leaderAddress";
+    }
+
     /// The controller group's nodes, on the controller port.
     pub mod controller {
         pub const RAFT_APPEND_ENTRIES: i32 = 1190;

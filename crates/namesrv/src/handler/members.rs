@@ -4,6 +4,7 @@
 
 use rocketmq_raft::{ChangeError, MemberChange};
 use rocketmq_wire::body::GroupMembers;
+use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::request as req;
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::headers::controller::{
@@ -16,9 +17,6 @@ use rocketmq_wire::RemotingCommand;
 use super::{Context, HandlerResult};
 use crate::peers::group::PeerGroup;
 use crate::state::State;
-
-/// The ext field a follower's NOT_LEADER names the leader's address in.
-pub const LEADER_ADDRESS: &str = "leaderAddress";
 
 /// NAMESRV_LIST_MEMBERS.
 pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
@@ -86,7 +84,9 @@ fn answer(
         Err(e) => {
             let refused = RemotingCommand::response_to(r, e.code()).with_remark(e.to_string());
             match (&e, group.leader_address()) {
-                (ChangeError::NotLeader, Some(leader)) => refused.with_ext(LEADER_ADDRESS, leader),
+                (ChangeError::NotLeader, Some(leader)) => {
+                    refused.with_ext(keys::LEADER_ADDRESS, leader)
+                }
                 _ => refused,
             }
         }

@@ -3,6 +3,7 @@
 //! (`rocketmq_wire::codes::peer::namesrv`). Taken from the members of `namesrvPeers` only, and
 //! only when peers are configured.
 
+use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::peer::namesrv::{self as codes, PEER_HELLO};
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
@@ -110,12 +111,12 @@ fn routes_answer(state: &State, group: &PeerGroup, r: &RemotingCommand) -> Handl
                 .with_remark("this NameServer has not caught up with its KV group yet")
         }
         codes::ROUTE_DIGEST => {
-            let since = r.ext(peer_routes::SINCE).and_then(|s| s.parse().ok());
+            let since = r.ext(keys::SINCE).and_then(|s| s.parse().ok());
             match peer_routes::digest_since(&state.routes, since) {
-                None => ok().with_ext(peer_routes::UNCHANGED, "true"),
+                None => ok().with_ext(keys::UNCHANGED, "true"),
                 Some((digest, generation)) => ok()
-                    .with_ext(peer_routes::GENERATION, generation)
-                    .with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
+                    .with_ext(keys::GENERATION, generation)
+                    .with_ext(keys::NOW, rocketmq_wire::clock::now_ms())
                     .with_body(serde_json::to_vec(&digest)?),
             }
         }
@@ -124,14 +125,14 @@ fn routes_answer(state: &State, group: &PeerGroup, r: &RemotingCommand) -> Handl
                 serde_json::from_slice(r.body.as_deref().unwrap_or_default())?;
             // An asker that does not say takes what a first answer holds.
             let budget = r
-                .ext(peer_routes::BYTES)
+                .ext(keys::BYTES)
                 .and_then(|b| b.parse().ok())
                 .unwrap_or(peer_routes::FIRST_PULL_BYTES);
             let records = state
                 .routes
                 .read(|reg| peer_routes::pull(reg, &asked, budget))
                 .records();
-            ok().with_ext(peer_routes::NOW, rocketmq_wire::clock::now_ms())
+            ok().with_ext(keys::NOW, rocketmq_wire::clock::now_ms())
                 .with_body(peer_routes::encode_pull(&records)?)
         }
     })

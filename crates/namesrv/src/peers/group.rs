@@ -38,6 +38,7 @@ fn change_id() -> u64 {
 }
 
 // The KV group's request codes, beside the route exchange's, in the wire crate.
+use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::peer::namesrv as codes;
 
 const RAFT_CODES: rocketmq_raft::Codes = rocketmq_raft::Codes {
@@ -259,7 +260,7 @@ impl PeerGroup {
         if answer.code != resp::SUCCESS {
             return Err(failed(answer.remark.unwrap_or_default()));
         }
-        Ok(answer.ext_i64("applied").map(|a| a as u64))
+        Ok(answer.ext_i64(keys::APPLIED).map(|a| a as u64))
     }
 
     /// A write another member passed on: applied if this node leads.
@@ -273,7 +274,7 @@ impl PeerGroup {
             return answer(resp::SYSTEM_ERROR).with_remark("malformed KV command");
         };
         match self.group.write_logged(cmd).await {
-            Ok(((), index)) => answer(resp::SUCCESS).with_ext("applied", index),
+            Ok(((), index)) => answer(resp::SUCCESS).with_ext(keys::APPLIED, index),
             Err(e) => answer(resp::SYSTEM_ERROR).with_remark(e.to_string()),
         }
     }

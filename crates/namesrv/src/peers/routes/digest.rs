@@ -6,6 +6,8 @@
 use rocketmq_wire::RemotingCommand;
 use serde::{Deserialize, Serialize};
 
+use rocketmq_wire::codes::peer::keys::NOW;
+
 use super::PEER_CONNECTION;
 use crate::registry::{Registry, RouteTable};
 
@@ -205,17 +207,6 @@ impl PeerClock {
         }
     }
 }
-
-/// The answering NameServer's clock (ms since the epoch) when it answered ROUTE_DIGEST or
-/// ROUTE_PULL ([`PeerClock`]).
-pub const NOW: &str = "now";
-
-/// ROUTE_DIGEST's ext fields: the asker's `since` (the generation of the asked NameServer's
-/// routes at its last whole digest); the answer's `unchanged` (routes still at that generation:
-/// no body) or `generation` (of the digest in the body).
-pub const SINCE: &str = "since";
-pub const UNCHANGED: &str = "unchanged";
-pub const GENERATION: &str = "generation";
 
 /// The answer to ROUTE_DIGEST: `None` when the routes are still at generation `since`, else the
 /// digest and the generation it is at (or later).

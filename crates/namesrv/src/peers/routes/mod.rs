@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rocketmq_wire::client::Client;
+use rocketmq_wire::codes::peer::keys::{BYTES, GENERATION, SINCE, UNCHANGED};
 use rocketmq_wire::codes::peer::namesrv as codes;
 use rocketmq_wire::codes::response;
 use rocketmq_wire::RemotingCommand;
@@ -48,8 +49,8 @@ mod series;
 mod take_over;
 
 use digest::{compare, Digest, PeerClock};
-pub use digest::{digest_since, Heard, GENERATION, NOW, SINCE, UNCHANGED};
-pub use pull::{decode_pull, encode_pull, pull, BYTES, FIRST_PULL_BYTES, PULL_BYTES};
+pub use digest::{digest_since, Heard};
+pub use pull::{decode_pull, encode_pull, pull, FIRST_PULL_BYTES, PULL_BYTES};
 pub use series::register_metrics;
 use take_over::take_over;
 

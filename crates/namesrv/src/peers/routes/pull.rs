@@ -14,11 +14,9 @@ use crate::registry::{Queues, Registry, TopicSnapshot};
 /// table, so fewer and larger ones cost less: at 300 brokers × 10k topics, answers of 4 MiB made
 /// a restarted member wait 7 s for 3M queue entries, of 16 MiB under 4 s. The first answer of a
 /// round is smaller, so that the asker starts applying sooner: it replays one answer while the
-/// next comes. The asker says which (`BYTES`); the answer is never larger than the larger.
+/// next comes. The asker says which (`keys::BYTES`); the answer is never larger than the larger.
 pub const FIRST_PULL_BYTES: usize = 4 * 1024 * 1024;
 pub const PULL_BYTES: usize = 16 * 1024 * 1024;
-/// ROUTE_PULL's ext field: the bytes of topic lists the asker takes in this answer.
-pub const BYTES: &str = "bytes";
 
 /// A broker's registration as a NameServer holds it, to be replayed by a peer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
