@@ -202,22 +202,10 @@ pub fn moves_its_own_work(request: &RemotingCommand) -> bool {
 /// waits on consensus (`Facts::waits_on_consensus`) goes to [`serve`] instead; here it would
 /// hold this thread until the group answers.
 pub fn handle(state: &State, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
-    let started = Instant::now();
-    let facts = facts(request.code);
-    let response = match admit(state, origin, request, facts) {
-        Err(refused) => refused,
-        Ok(context) => answered(
-            request,
-            match facts.map(|f| f.serve) {
-                Some(Serve::Now(handler)) => handler(state, context, request),
-                Some(Serve::Agreed(handler)) => {
-                    tokio::runtime::Handle::current().block_on(handler(state, context, request))
-                }
-                None => Ok(not_supported(request)),
-            },
-        ),
-    };
-    finish(state, request, facts.is_some(), response, started)
+    match prepare(state, origin, request) {
+        Prepared::Answered(answer) => answer,
+        Prepared::Agreed(wait) => tokio::runtime::Handle::current().block_on(wait),
+    }
 }
 
 /// Serves one request on the async workers, awaiting a consensus group where its handler does.
@@ -226,20 +214,45 @@ pub async fn serve(
     origin: Origin,
     request: &RemotingCommand,
 ) -> Option<RemotingCommand> {
+    match prepare(state, origin, request) {
+        Prepared::Answered(answer) => answer,
+        Prepared::Agreed(wait) => wait.await,
+    }
+}
+
+/// A request admitted and dispatched: answered already, or waiting on a consensus group.
+enum Prepared<'a> {
+    Answered(Option<RemotingCommand>),
+    Agreed(Pin<Box<dyn Future<Output = Option<RemotingCommand>> + Send + 'a>>),
+}
+
+/// Admits the request and runs its handler, up to the wait of one that waits on consensus; the
+/// answer is counted once it is known.
+fn prepare<'a>(state: &'a State, origin: Origin, request: &'a RemotingCommand) -> Prepared<'a> {
     let started = Instant::now();
     let facts = facts(request.code);
-    let response = match admit(state, origin, request, facts) {
-        Err(refused) => refused,
-        Ok(context) => answered(
-            request,
-            match facts.map(|f| f.serve) {
-                Some(Serve::Now(handler)) => handler(state, context, request),
-                Some(Serve::Agreed(handler)) => handler(state, context, request).await,
-                None => Ok(not_supported(request)),
-            },
-        ),
+    let known = facts.is_some();
+    let result = match admit(state, origin, request, facts) {
+        Err(refused) => Ok(refused),
+        Ok(context) => match facts.map(|f| f.serve) {
+            Some(Serve::Now(handler)) => handler(state, context, request),
+            Some(Serve::Agreed(handler)) => {
+                let wait = handler(state, context, request);
+                return Prepared::Agreed(Box::pin(async move {
+                    let result = wait.await;
+                    finish(state, request, known, answered(request, result), started)
+                }));
+            }
+            None => Ok(not_supported(request)),
+        },
     };
-    finish(state, request, facts.is_some(), response, started)
+    Prepared::Answered(finish(
+        state,
+        request,
+        known,
+        answered(request, result),
+        started,
+    ))
 }
 
 /// Whether the request waits on a consensus group (`Facts::waits_on_consensus`).
