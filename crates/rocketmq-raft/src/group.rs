@@ -27,6 +27,7 @@ use crate::network::Answered;
 use crate::trust::MemberAddresses;
 use crate::{store, Applied, Codes, Connect, LogStore, Machine, Network, NodeId, StateMachine};
 
+mod consensus;
 mod membership;
 pub use membership::{ChangeError, MemberChange, Membership};
 
@@ -175,7 +176,12 @@ impl<M: Machine> Group<M> {
         };
         let network = Network::<M::C>::new(source, settings.codes, settings.connect.clone());
         let answered = network.answered();
-        let raft = openraft::Raft::new(settings.self_id, raft_cfg, network, log, sm).await?;
+        // The core and its replication streams run on the consensus threads (`consensus`).
+        let self_id = settings.self_id;
+        let raft = consensus::run(async move {
+            openraft::Raft::new(self_id, raft_cfg, network, log, sm).await
+        })
+        .await??;
         let empty = !raft.is_initialized().await?;
         if empty {
             // Neither stand nor form a group before the peers have been asked (join_or_form).
@@ -208,9 +214,11 @@ impl<M: Machine> Group<M> {
             shutdown,
         });
         if empty {
-            tokio::spawn(join_or_form(group.clone()));
+            consensus::spawn(join_or_form(group.clone()));
         }
-        tokio::spawn(watch_role(group.clone()));
+        // The lease is dated by this watch: on the consensus threads, it is not late because
+        // the host's workers are busy.
+        consensus::spawn(watch_role(group.clone()));
         Ok(group)
     }
 
