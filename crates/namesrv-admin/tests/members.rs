@@ -164,6 +164,54 @@ async fn the_nameservers_group_takes_a_member_hands_it_the_lead_and_lets_another
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_that_prove_who_they_are_take_a_new_member_that_shares_their_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("peer.secret");
+    std::fs::write(&secret, "the members' own shared secret\n").unwrap();
+    let extra = format!("namesrvPeerSecretPath={}\n", secret.display());
+    let mut cluster = NamesrvCluster::start(Launch::IN_PROCESS, 3, &extra);
+    cluster.ready(READY).await;
+    put_kv(&cluster, 1, "sealed").await;
+    let first_three = cluster.addrs.join(";");
+    let n3 = cluster.start_new_member(&extra);
+    let added = nsadmin(&[
+        "addNamesrvMember",
+        "-n",
+        &first_three,
+        "-i",
+        "n3",
+        "-m",
+        &cluster.addrs[n3],
+    ])
+    .await;
+    assert_eq!(
+        added.code, 0,
+        "addNamesrvMember: {} {}",
+        added.stdout, added.stderr
+    );
+    cluster.node_ready(n3, READY).await;
+    eventually(
+        "the new member holds what was written before",
+        READY,
+        || async { get_kv(&cluster, n3, "sealed").await.as_deref() == Some("v") },
+    )
+    .await;
+    // A write through the new member commits through the sealed links.
+    put_kv(&cluster, n3, "through-the-new-member").await;
+    eventually(
+        "a write through the new member everywhere",
+        READY,
+        || async {
+            get_kv(&cluster, 0, "through-the-new-member")
+                .await
+                .as_deref()
+                == Some("v")
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lone_nameserver_has_no_members_to_list() {
     let server = Launch::IN_PROCESS.start();
     let run = nsadmin(&["listNamesrvMembers", "-n", &server.addr]).await;
