@@ -44,6 +44,20 @@ pub struct Departed {
 pub struct Digest {
     pub heard: Vec<Heard>,
     pub departed: Vec<Departed>,
+    /// The admin changes of the group's log these routes reflect (`Registry::admin_position`);
+    /// absent from a member that has applied none yet, or from an older version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_position: Option<u64>,
+}
+
+impl Digest {
+    /// Whether these routes reflect admin changes that routes at `mine` do not yet: a delete or
+    /// a permission change made through the group shows here before the log brings it there.
+    /// Taken over now, it would arrive as a peer's word, not as the admin change it is; the log
+    /// brings the change itself within moments.
+    pub fn ahead_of(&self, mine: Option<u64>) -> bool {
+        matches!((self.admin_position, mine), (Some(theirs), Some(mine)) if theirs > mine)
+    }
 }
 
 /// What this NameServer hears (every live broker address in a group), and the brokers that
@@ -60,6 +74,7 @@ pub fn digest(r: &Registry) -> Digest {
     Digest {
         heard: heard_here(r),
         departed,
+        admin_position: r.admin_position(),
     }
 }
 
@@ -225,6 +240,23 @@ pub(super) mod tests {
     use super::*;
 
     #[test]
+    fn a_digest_is_ahead_only_of_routes_that_applied_fewer_admin_changes() {
+        let at = |position| Digest {
+            admin_position: position,
+            ..Digest::default()
+        };
+        assert!(at(Some(5)).ahead_of(Some(4)));
+        assert!(!at(Some(5)).ahead_of(Some(5)));
+        assert!(!at(Some(4)).ahead_of(Some(5)));
+        // Either side unknown (nothing applied yet, an older peer): not judged.
+        assert!(!at(None).ahead_of(Some(1)));
+        assert!(!at(Some(1)).ahead_of(None));
+        // What an older peer sends reads as no position.
+        let old: Digest = serde_json::from_str(r#"{"heard":[],"departed":[]}"#).unwrap();
+        assert_eq!(old.admin_position, None);
+    }
+
+    #[test]
     fn a_peer_s_instants_are_read_as_ages_on_this_clock_and_never_later_than_now() {
         // The peer's clock is 90 s ahead: it heard the broker 2 s before it answered, and
         // dated the group's topics 5 s in its own future (a clock that jumped back since).
@@ -234,6 +266,7 @@ pub(super) mod tests {
         let mut h = heard("a", "1.1.1.1:10911", (0, 1, 1), peer_now - 2_000);
         h.topics_ms = peer_now + 5_000;
         let mut digest = Digest {
+            admin_position: None,
             heard: vec![h],
             departed: vec![Departed {
                 cluster: "c".into(),
@@ -276,6 +309,7 @@ pub(super) mod tests {
     fn an_unknown_broker_is_taken_over_and_a_departed_one_only_on_newer_word() {
         let r = Registry::default();
         let theirs = Digest {
+            admin_position: None,
             heard: vec![heard("a", "1.1.1.1:10911", (0, 1, 1), 5)],
             departed: Vec::new(),
         };

@@ -77,6 +77,11 @@ const PULL_MAX: usize = 64;
 /// peer that holds millions of queues and answers, slowly).
 const FILL_LIMIT: Duration = Duration::from_secs(10);
 const FILL_MAX: Duration = Duration::from_secs(120);
+/// How long a peer whose routes reflect admin changes this NameServer has not applied yet is
+/// left uncompared, waiting for the group's log to bring them (milliseconds, usually); past
+/// this (this member cut off from the group's majority, or no longer a member) its routes are
+/// taken as they are.
+const ADMIN_WAIT: Duration = Duration::from_secs(2);
 /// Brokers taken over from peers have no connection here; this id never names a real one.
 pub const PEER_CONNECTION: u64 = 0;
 
@@ -248,7 +253,10 @@ impl PeerRoutes {
         // The peer's route generation at its last whole digest, and when that came.
         let mut last_whole: Option<(u64, Instant)> = None;
         let mut pause = LOOK_EVERY;
+        // Since when the peer's routes reflect admin changes this NameServer has not applied.
+        let mut admin_ahead: Option<Instant> = None;
         loop {
+            let defer = admin_ahead.is_none_or(|at| at.elapsed() < ADMIN_WAIT);
             let since = last_whole
                 .filter(|(_, at)| {
                     let age = at.elapsed();
@@ -256,10 +264,17 @@ impl PeerRoutes {
                         || (age < WHOLE_EVERY_MAX && age < state.routes().read(whole_every))
                 })
                 .map(|(generation, _)| generation);
-            match self.exchange(state, &mut link, addr, since).await {
+            match self.exchange(state, &mut link, addr, since, defer).await {
                 Ok(Exchanged::Unchanged) => {
                     pause = LOOK_EVERY;
                     self.note(id, None);
+                }
+                Ok(Exchanged::AdminBehind) => {
+                    // Its whole digest again at the next round, once the log brought the
+                    // admin changes here.
+                    pause = LOOK_EVERY;
+                    last_whole = None;
+                    admin_ahead.get_or_insert_with(Instant::now);
                 }
                 Ok(Exchanged::Compared {
                     differences,
@@ -269,6 +284,7 @@ impl PeerRoutes {
                     pause = LOOK_EVERY;
                     // What another round was pulling is compared again at the next round.
                     last_whole = (!left_to_others).then(|| (generation, Instant::now()));
+                    admin_ahead = None;
                     self.note(id, Some(differences));
                 }
                 Err(e) => {
@@ -308,6 +324,7 @@ impl PeerRoutes {
         link: &mut Option<Client>,
         addr: &str,
         since: Option<u64>,
+        defer_to_the_log: bool,
     ) -> Result<Exchanged, String> {
         let client = match link {
             Some(c) => c.clone(),
@@ -332,6 +349,9 @@ impl PeerRoutes {
         let clock = PeerClock::of(&answer);
         let body = answer.body.unwrap_or_default();
         let mut theirs: Digest = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        if defer_to_the_log && theirs.ahead_of(state.routes().read(|r| r.admin_position())) {
+            return Ok(Exchanged::AdminBehind);
+        }
         clock.rebase_digest(&mut theirs);
         let comparison = state.routes().read(|r| compare(r, &theirs));
         let differences = comparison.differences();
@@ -466,6 +486,9 @@ fn whole_every(r: &Registry) -> Duration {
 enum Exchanged {
     /// Its routes had not changed since its last whole digest.
     Unchanged,
+    /// Its routes reflect admin changes of the group's log this NameServer has not applied yet
+    /// ([`Digest::ahead_of`]): not compared this round.
+    AdminBehind,
     /// Its whole digest, compared: the brokers the two disagreed on, its route generation, and
     /// whether some of what it had were left to rounds with other peers pulling them already.
     Compared {
