@@ -203,7 +203,7 @@ impl PeerGroup {
         Err(WriteFailed(format!(
             "KV write not committed within {} s: no quorum of NameServers ({}) answered; last: {}",
             DEADLINE.as_secs(),
-            self.group.membership().voters.len(),
+            self.group.others().len() + 1,
             last_error
         )))
     }
