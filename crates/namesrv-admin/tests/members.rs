@@ -54,6 +54,28 @@ async fn put_kv(cluster: &NamesrvCluster, i: usize, key: &str) {
     assert_eq!(answer.code, response::SUCCESS, "{:?}", answer.remark);
 }
 
+/// Starts a fourth NameServer (`extra` in its config) and adds it as `n3` through the
+/// NameServers of `ns` with `nsadmin addNamesrvMember`; its index.
+async fn join_a_fourth(cluster: &mut NamesrvCluster, ns: &str, extra: &str) -> usize {
+    let n3 = cluster.start_new_member(extra);
+    let added = nsadmin(&[
+        "addNamesrvMember",
+        "-n",
+        ns,
+        "-i",
+        "n3",
+        "-m",
+        &cluster.addrs[n3],
+    ])
+    .await;
+    assert_eq!(
+        added.code, 0,
+        "addNamesrvMember: {} {}",
+        added.stdout, added.stderr
+    );
+    n3
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nameservers_group_takes_a_member_hands_it_the_lead_and_lets_another_go() {
     let mut cluster = NamesrvCluster::start(Launch::IN_PROCESS, 3, "");
@@ -67,23 +89,7 @@ async fn the_nameservers_group_takes_a_member_hands_it_the_lead_and_lets_another
     put_kv(&cluster, 0, "before").await;
 
     // A fourth NameServer, started listing the three and itself, joins through the leader.
-    let n3 = cluster.start_new_member("");
-    let added = nsadmin(&[
-        "addNamesrvMember",
-        "-n",
-        &first_three,
-        "-i",
-        "n3",
-        "-m",
-        &cluster.addrs[n3],
-        "--json",
-    ])
-    .await;
-    assert_eq!(
-        added.code, 0,
-        "addNamesrvMember: {} {}",
-        added.stdout, added.stderr
-    );
+    let n3 = join_a_fourth(&mut cluster, &first_three, "").await;
     let (rows, _) = members(&first_three).await;
     assert!(rows.contains(&("n3".into(), "follower".into())), "{rows:?}");
     cluster.node_ready(n3, READY).await;
@@ -173,22 +179,7 @@ async fn members_that_prove_who_they_are_take_a_new_member_that_shares_their_sec
     cluster.ready(READY).await;
     put_kv(&cluster, 1, "sealed").await;
     let first_three = cluster.addrs.join(";");
-    let n3 = cluster.start_new_member(&extra);
-    let added = nsadmin(&[
-        "addNamesrvMember",
-        "-n",
-        &first_three,
-        "-i",
-        "n3",
-        "-m",
-        &cluster.addrs[n3],
-    ])
-    .await;
-    assert_eq!(
-        added.code, 0,
-        "addNamesrvMember: {} {}",
-        added.stdout, added.stderr
-    );
+    let n3 = join_a_fourth(&mut cluster, &first_three, &extra).await;
     cluster.node_ready(n3, READY).await;
     eventually(
         "the new member holds what was written before",

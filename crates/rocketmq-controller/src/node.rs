@@ -551,8 +551,8 @@ pub struct MemberView {
     pub last_answer_ms: Option<u64>,
 }
 
-/// Notes when this node becomes leader or stops being one, for the status page, and follows
-/// the membership. openraft reports its metrics at every turn of its loop.
+/// Notes when this node becomes leader or stops being one, for the status page (the group
+/// follows its membership itself). openraft reports its metrics at every turn of its loop.
 async fn watch_role(controller: Arc<Controller>) {
     let mut changes = controller.group.changes();
     let mut leading = false;
