@@ -10,11 +10,9 @@ use std::time::Duration;
 use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::headers::controller::{
-    AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
-    TransferControllerLeaderRequestHeader,
+use rocketmq_wire::headers::{
+    AddMemberRequestHeader, RemoveMemberRequestHeader, RequestHeader, TransferLeaderRequestHeader,
 };
-use rocketmq_wire::headers::RequestHeader;
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Value};
 
@@ -199,7 +197,7 @@ pub async fn add_member<G: MemberGroup>(
     id: &str,
     addr: &str,
 ) -> Result<Report, AdminError> {
-    let request = AddControllerMemberRequestHeader {
+    let request = AddMemberRequestHeader {
         member_id: id,
         member_address: addr,
     }
@@ -218,7 +216,7 @@ pub async fn add_member<G: MemberGroup>(
 /// `removeControllerMember`, `removeNamesrvMember`: removes a node, the leader included; when
 /// the leader left, the report names its successor once the group names one.
 pub async fn remove_member<G: MemberGroup>(group: &G, id: &str) -> Result<Report, AdminError> {
-    let request = RemoveControllerMemberRequestHeader { member_id: id }
+    let request = RemoveMemberRequestHeader { member_id: id }
         .write(RemotingCommand::request(G::CODES.remove));
     let (leader, members) = change(group, request).await?;
     let mut text = format!("{id} was removed from {}.\n", G::NAME);
@@ -240,7 +238,7 @@ pub async fn remove_member<G: MemberGroup>(group: &G, id: &str) -> Result<Report
 
 /// `transferControllerLeader`, `transferNamesrvLeader`: hands the leadership to the named voter.
 pub async fn transfer_leader<G: MemberGroup>(group: &G, id: &str) -> Result<Report, AdminError> {
-    let request = TransferControllerLeaderRequestHeader { member_id: id }
+    let request = TransferLeaderRequestHeader { member_id: id }
         .write(RemotingCommand::request(G::CODES.transfer));
     let started = std::time::Instant::now();
     let (previous, members) = change(group, request).await?;

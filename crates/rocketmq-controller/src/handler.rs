@@ -9,13 +9,15 @@ use rocketmq_raft::{ChangeError, MemberChange};
 use rocketmq_wire::body::{BrokerNameList, SyncStateSet};
 use rocketmq_wire::codes::request;
 use rocketmq_wire::headers::controller::{
-    AddControllerMemberRequestHeader, AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
+    AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
     CleanControllerBrokerDataRequestHeader, ControllerHeartbeatHeader, ElectMasterRequestHeader,
     GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
-    RegisterBrokerToControllerRequestHeader, RemoveControllerMemberRequestHeader,
-    TransferControllerLeaderRequestHeader,
+    RegisterBrokerToControllerRequestHeader,
 };
-use rocketmq_wire::headers::{HeaderError, RequestHeader, ResponseHeader};
+use rocketmq_wire::headers::{
+    AddMemberRequestHeader, HeaderError, RemoveMemberRequestHeader, RequestHeader, ResponseHeader,
+    TransferLeaderRequestHeader,
+};
 use rocketmq_wire::{ExtFields, RemotingCommand};
 
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
@@ -202,33 +204,29 @@ pub async fn handle(
             }
         }
         request::CONTROLLER_LIST_MEMBERS => members_reply(controller.group().list_members()),
-        request::CONTROLLER_ADD_MEMBER => {
-            match AddControllerMemberRequestHeader::from_command(req) {
-                Ok(h) => members_reply(
-                    controller
-                        .group()
-                        .change_members(MemberChange::Add {
-                            id: h.member_id,
-                            addr: h.member_address,
-                        })
-                        .await,
-                ),
-                Err(_) => invalid("memberId and memberAddress are required"),
-            }
-        }
-        request::CONTROLLER_REMOVE_MEMBER => {
-            match RemoveControllerMemberRequestHeader::from_command(req) {
-                Ok(h) => members_reply(
-                    controller
-                        .group()
-                        .change_members(MemberChange::Remove { id: h.member_id })
-                        .await,
-                ),
-                Err(_) => invalid("memberId is required"),
-            }
-        }
+        request::CONTROLLER_ADD_MEMBER => match AddMemberRequestHeader::from_command(req) {
+            Ok(h) => members_reply(
+                controller
+                    .group()
+                    .change_members(MemberChange::Add {
+                        id: h.member_id,
+                        addr: h.member_address,
+                    })
+                    .await,
+            ),
+            Err(_) => invalid("memberId and memberAddress are required"),
+        },
+        request::CONTROLLER_REMOVE_MEMBER => match RemoveMemberRequestHeader::from_command(req) {
+            Ok(h) => members_reply(
+                controller
+                    .group()
+                    .change_members(MemberChange::Remove { id: h.member_id })
+                    .await,
+            ),
+            Err(_) => invalid("memberId is required"),
+        },
         request::CONTROLLER_TRANSFER_LEADER => {
-            match TransferControllerLeaderRequestHeader::from_command(req) {
+            match TransferLeaderRequestHeader::from_command(req) {
                 Ok(h) => members_reply(
                     controller
                         .group()

@@ -13,11 +13,9 @@ use std::time::{Duration, Instant};
 use namesrv_testkit::{free_port, ControllerBroker, ControllerProps, ReplicaInfo};
 use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::headers::controller::{
-    AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
-    TransferControllerLeaderRequestHeader,
+use rocketmq_wire::headers::{
+    AddMemberRequestHeader, RemoveMemberRequestHeader, RequestHeader, TransferLeaderRequestHeader,
 };
-use rocketmq_wire::headers::RequestHeader;
 use rocketmq_wire::RemotingCommand;
 
 /// Several groups of processes at once would make the measured pauses the machine's: one test
@@ -122,7 +120,7 @@ impl Group {
 
     async fn add(&self, i: u64) -> RemotingCommand {
         let id = format!("n{i}");
-        let header = AddControllerMemberRequestHeader {
+        let header = AddMemberRequestHeader {
             member_id: &id,
             member_address: &self.addrs[&i],
         };
@@ -131,7 +129,7 @@ impl Group {
 
     async fn remove(&self, i: u64) -> RemotingCommand {
         let id = format!("n{i}");
-        self.admin(RemoveControllerMemberRequestHeader { member_id: &id }.to_command())
+        self.admin(RemoveMemberRequestHeader { member_id: &id }.to_command())
             .await
     }
 }
@@ -276,7 +274,7 @@ async fn a_group_grows_from_three_to_five_and_back_while_brokers_heartbeat_and_a
     // their lease of the old leader has run out: the hand-over takes about that long.
     let started = Instant::now();
     let answer = group
-        .admin(TransferControllerLeaderRequestHeader { member_id: "n4" }.to_command())
+        .admin(TransferLeaderRequestHeader { member_id: "n4" }.to_command())
         .await;
     assert_eq!(answer.code, 0, "{:?}", answer.remark);
     eprintln!("hand-over in a group of five: {:?}", started.elapsed());
@@ -480,7 +478,7 @@ async fn leadership_moves_to_the_named_node_under_a_write_load_without_a_failed_
     tokio::time::sleep(Duration::from_secs(2)).await;
     let id = format!("n{target}");
     let answer = group
-        .admin(TransferControllerLeaderRequestHeader { member_id: &id }.to_command())
+        .admin(TransferLeaderRequestHeader { member_id: &id }.to_command())
         .await;
     assert_eq!(answer.code, 0, "{:?}", answer.remark);
     assert_eq!(

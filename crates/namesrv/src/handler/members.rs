@@ -7,11 +7,9 @@ use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::request as req;
 use rocketmq_wire::codes::response as resp;
-use rocketmq_wire::headers::controller::{
-    AddControllerMemberRequestHeader, RemoveControllerMemberRequestHeader,
-    TransferControllerLeaderRequestHeader,
+use rocketmq_wire::headers::{
+    AddMemberRequestHeader, RemoveMemberRequestHeader, RequestHeader, TransferLeaderRequestHeader,
 };
-use rocketmq_wire::headers::RequestHeader;
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
@@ -44,7 +42,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
         RemotingCommand::response_to(r, resp::CONTROLLER_INVALID_REQUEST).with_remark(why)
     };
     let result = match r.code {
-        req::NAMESRV_ADD_MEMBER => match AddControllerMemberRequestHeader::from_command(r) {
+        req::NAMESRV_ADD_MEMBER => match AddMemberRequestHeader::from_command(r) {
             Ok(h) => {
                 let add = MemberChange::Add {
                     id: h.member_id,
@@ -54,7 +52,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
             }
             Err(_) => return Ok(invalid("memberId and memberAddress are required")),
         },
-        req::NAMESRV_REMOVE_MEMBER => match RemoveControllerMemberRequestHeader::from_command(r) {
+        req::NAMESRV_REMOVE_MEMBER => match RemoveMemberRequestHeader::from_command(r) {
             Ok(h) => {
                 group
                     .change_members(MemberChange::Remove { id: h.member_id })
@@ -62,7 +60,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
             }
             Err(_) => return Ok(invalid("memberId is required")),
         },
-        _ => match TransferControllerLeaderRequestHeader::from_command(r) {
+        _ => match TransferLeaderRequestHeader::from_command(r) {
             Ok(h) => {
                 group
                     .change_members(MemberChange::TransferLeader { id: h.member_id })

@@ -11,12 +11,18 @@
 //! Optional numbers and booleans are read as Java reads them: an unparsable number counts as
 //! absent, a boolean is true iff its text is `true` ignoring case.
 //!
-//! - [`controller`]: the headers of the controller's requests (RIP-44) and of its answers.
+//! Every header is declared by one table (`header!`): the struct, its code and the key of each
+//! field; how a field is read and written follows from its type, so a header has no hand-written
+//! reading or writing to drift from its table.
+//!
+//! - [`controller`]: the headers of the controller's requests (RIP-44) and of its answers;
+//! - `field`: how a field of each type is read and written, and the `header!` table.
 
 pub mod controller;
+mod field;
 
-use crate::codes::request;
 use crate::RemotingCommand;
+use field::header;
 
 /// The `extFields` key of every header field, under its Java field name.
 pub mod keys {
@@ -117,303 +123,99 @@ pub trait ResponseHeader<'a>: Sized {
     fn write(&self, cmd: RemotingCommand) -> RemotingCommand;
 }
 
-/// Reading fields off one command.
-#[derive(Clone, Copy)]
-struct Fields<'a>(&'a RemotingCommand);
-
-impl<'a> Fields<'a> {
-    fn opt(self, key: &str) -> Option<&'a str> {
-        self.0.ext(key)
-    }
-
-    fn required(self, key: &'static str) -> Result<&'a str, HeaderError> {
-        self.opt(key).ok_or(HeaderError::Missing(key))
-    }
-
-    fn required_i64(self, key: &'static str) -> Result<i64, HeaderError> {
-        let text = self.required(key)?;
-        text.parse().map_err(|_| HeaderError::NotANumber {
-            field: key,
-            text: text.to_string(),
-        })
-    }
-
-    /// A Java `int`: a number beyond its range is as unusable as one that does not parse.
-    fn required_i32(self, key: &'static str) -> Result<i32, HeaderError> {
-        let text = self.required(key)?;
-        text.parse().map_err(|_| HeaderError::NotANumber {
-            field: key,
-            text: text.to_string(),
-        })
-    }
-
-    fn opt_i64(self, key: &str) -> Option<i64> {
-        self.0.ext_i64(key)
-    }
-
-    fn opt_i32(self, key: &str) -> Option<i32> {
-        self.opt(key)?.parse().ok()
-    }
-
-    fn opt_bool(self, key: &str) -> Option<bool> {
-        self.0.ext_bool(key)
+header! {
+    /// REGISTER_BROKER.
+    pub struct RegisterBrokerHeader<'a>: request REGISTER_BROKER {
+        broker_name: &'a str = BROKER_NAME,
+        broker_addr: &'a str = BROKER_ADDR,
+        cluster_name: &'a str = CLUSTER_NAME,
+        /// Where slaves replicate from; Java marks it required, but nothing breaks without it.
+        ha_server_addr: Option<&'a str> = HA_SERVER_ADDR,
+        broker_id: i64 = BROKER_ID,
+        /// Per-broker expiry; Java brokers send it only in acting-master mode.
+        heartbeat_timeout_millis: Option<i64> = HEARTBEAT_TIMEOUT_MILLIS,
+        /// Its absence marks a 4.x broker.
+        enable_acting_master: Option<bool> = ENABLE_ACTING_MASTER,
+        /// Whether the body is the zlib binary form; Java always writes it.
+        compressed: bool = COMPRESSED,
+        /// 0 or absent: the body is not checked. Read as a long, so that an out-of-range value
+        /// fails the check instead of disabling it.
+        body_crc32: Option<i64> = BODY_CRC32,
+        zone_name: Option<&'a str> = ZONE_NAME,
     }
 }
 
-/// Writes `value` under `key` when present.
-fn put(cmd: RemotingCommand, key: &str, value: Option<impl ToString>) -> RemotingCommand {
-    match value {
-        Some(v) => cmd.with_ext(key, v),
-        None => cmd,
+header! {
+    /// The answer to REGISTER_BROKER: where a slave finds its master.
+    pub struct RegisterBrokerResponseHeader<'a>: response {
+        ha_server_addr: Option<&'a str> = HA_SERVER_ADDR,
+        master_addr: Option<&'a str> = MASTER_ADDR,
     }
 }
 
-/// REGISTER_BROKER.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RegisterBrokerHeader<'a> {
-    pub broker_name: &'a str,
-    pub broker_addr: &'a str,
-    pub cluster_name: &'a str,
-    /// Where slaves replicate from; Java marks it required, but nothing breaks without it.
-    pub ha_server_addr: Option<&'a str>,
-    pub broker_id: i64,
-    /// Per-broker expiry; Java brokers send it only in acting-master mode.
-    pub heartbeat_timeout_millis: Option<i64>,
-    /// Its absence marks a 4.x broker.
-    pub enable_acting_master: Option<bool>,
-    /// Whether the body is the zlib binary form; Java always writes it.
-    pub compressed: bool,
-    /// 0 or absent: the body is not checked. Read as a long, so that an out-of-range value
-    /// fails the check instead of disabling it.
-    pub body_crc32: Option<i64>,
-    pub zone_name: Option<&'a str>,
-}
-
-impl<'a> RequestHeader<'a> for RegisterBrokerHeader<'a> {
-    const CODE: i32 = request::REGISTER_BROKER;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(RegisterBrokerHeader {
-            broker_name: f.required(keys::BROKER_NAME)?,
-            broker_addr: f.required(keys::BROKER_ADDR)?,
-            cluster_name: f.required(keys::CLUSTER_NAME)?,
-            broker_id: f.required_i64(keys::BROKER_ID)?,
-            ha_server_addr: f.opt(keys::HA_SERVER_ADDR),
-            heartbeat_timeout_millis: f.opt_i64(keys::HEARTBEAT_TIMEOUT_MILLIS),
-            enable_acting_master: f.opt_bool(keys::ENABLE_ACTING_MASTER),
-            compressed: f.opt_bool(keys::COMPRESSED).unwrap_or(false),
-            body_crc32: f.opt_i64(keys::BODY_CRC32),
-            zone_name: f.opt(keys::ZONE_NAME),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = cmd
-            .with_ext(keys::BROKER_NAME, self.broker_name)
-            .with_ext(keys::BROKER_ADDR, self.broker_addr)
-            .with_ext(keys::CLUSTER_NAME, self.cluster_name)
-            .with_ext(keys::BROKER_ID, self.broker_id)
-            .with_ext(keys::COMPRESSED, self.compressed);
-        let cmd = put(cmd, keys::HA_SERVER_ADDR, self.ha_server_addr);
-        let cmd = put(
-            cmd,
-            keys::HEARTBEAT_TIMEOUT_MILLIS,
-            self.heartbeat_timeout_millis,
-        );
-        let cmd = put(cmd, keys::ENABLE_ACTING_MASTER, self.enable_acting_master);
-        let cmd = put(cmd, keys::BODY_CRC32, self.body_crc32);
-        put(cmd, keys::ZONE_NAME, self.zone_name)
+header! {
+    /// UNREGISTER_BROKER. Every field is required: Java's batch worker gives up part-way on a
+    /// request without a broker id.
+    pub struct UnregisterBrokerHeader<'a>: request UNREGISTER_BROKER {
+        broker_name: &'a str = BROKER_NAME,
+        broker_addr: &'a str = BROKER_ADDR,
+        cluster_name: &'a str = CLUSTER_NAME,
+        broker_id: i64 = BROKER_ID,
     }
 }
 
-/// The answer to REGISTER_BROKER: where a slave finds its master.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RegisterBrokerResponseHeader<'a> {
-    pub ha_server_addr: Option<&'a str>,
-    pub master_addr: Option<&'a str>,
-}
-
-impl<'a> ResponseHeader<'a> for RegisterBrokerResponseHeader<'a> {
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(RegisterBrokerResponseHeader {
-            ha_server_addr: f.opt(keys::HA_SERVER_ADDR),
-            master_addr: f.opt(keys::MASTER_ADDR),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = put(cmd, keys::HA_SERVER_ADDR, self.ha_server_addr);
-        put(cmd, keys::MASTER_ADDR, self.master_addr)
+header! {
+    /// QUERY_DATA_VERSION. Only the cluster and address identify the live entry; the name and id
+    /// Java marks required are carried but never needed.
+    pub struct QueryDataVersionHeader<'a>: request QUERY_DATA_VERSION {
+        cluster_name: &'a str = CLUSTER_NAME,
+        broker_addr: &'a str = BROKER_ADDR,
+        broker_name: Option<&'a str> = BROKER_NAME,
+        broker_id: Option<i64> = BROKER_ID,
     }
 }
 
-/// UNREGISTER_BROKER. Every field is required: Java's batch worker gives up part-way on a
-/// request without a broker id.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UnregisterBrokerHeader<'a> {
-    pub broker_name: &'a str,
-    pub broker_addr: &'a str,
-    pub cluster_name: &'a str,
-    pub broker_id: i64,
-}
-
-impl<'a> RequestHeader<'a> for UnregisterBrokerHeader<'a> {
-    const CODE: i32 = request::UNREGISTER_BROKER;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(UnregisterBrokerHeader {
-            broker_name: f.required(keys::BROKER_NAME)?,
-            broker_addr: f.required(keys::BROKER_ADDR)?,
-            cluster_name: f.required(keys::CLUSTER_NAME)?,
-            broker_id: f.required_i64(keys::BROKER_ID)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::BROKER_NAME, self.broker_name)
-            .with_ext(keys::BROKER_ADDR, self.broker_addr)
-            .with_ext(keys::CLUSTER_NAME, self.cluster_name)
-            .with_ext(keys::BROKER_ID, self.broker_id)
+header! {
+    /// The answer to QUERY_DATA_VERSION: whether the broker should register again.
+    pub struct QueryDataVersionResponseHeader: response {
+        changed: bool = CHANGED,
     }
 }
 
-/// QUERY_DATA_VERSION. Only the cluster and address identify the live entry; the name and id
-/// Java marks required are carried but never needed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QueryDataVersionHeader<'a> {
-    pub cluster_name: &'a str,
-    pub broker_addr: &'a str,
-    pub broker_name: Option<&'a str>,
-    pub broker_id: Option<i64>,
-}
-
-impl<'a> RequestHeader<'a> for QueryDataVersionHeader<'a> {
-    const CODE: i32 = request::QUERY_DATA_VERSION;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(QueryDataVersionHeader {
-            cluster_name: f.required(keys::CLUSTER_NAME)?,
-            broker_addr: f.required(keys::BROKER_ADDR)?,
-            broker_name: f.opt(keys::BROKER_NAME),
-            broker_id: f.opt_i64(keys::BROKER_ID),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = cmd
-            .with_ext(keys::CLUSTER_NAME, self.cluster_name)
-            .with_ext(keys::BROKER_ADDR, self.broker_addr);
-        let cmd = put(cmd, keys::BROKER_NAME, self.broker_name);
-        put(cmd, keys::BROKER_ID, self.broker_id)
+header! {
+    /// BROKER_HEARTBEAT. The NameServer only needs the cluster and address; the rest is what Java
+    /// brokers send for a controller.
+    pub struct BrokerHeartbeatHeader<'a>: request BROKER_HEARTBEAT {
+        cluster_name: &'a str = CLUSTER_NAME,
+        broker_addr: &'a str = BROKER_ADDR,
+        broker_name: Option<&'a str> = BROKER_NAME,
+        broker_id: Option<i64> = BROKER_ID,
+        epoch: Option<i64> = EPOCH,
+        max_offset: Option<i64> = MAX_OFFSET,
+        confirm_offset: Option<i64> = CONFIRM_OFFSET,
+        heartbeat_timeout_mills: Option<i64> = HEARTBEAT_TIMEOUT_MILLS,
+        election_priority: Option<i64> = ELECTION_PRIORITY,
     }
 }
 
-/// The answer to QUERY_DATA_VERSION: whether the broker should register again.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QueryDataVersionResponseHeader {
-    pub changed: bool,
-}
-
-impl<'a> ResponseHeader<'a> for QueryDataVersionResponseHeader {
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(QueryDataVersionResponseHeader {
-            changed: Fields(cmd).opt_bool(keys::CHANGED).unwrap_or(false),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::CHANGED, self.changed)
+header! {
+    /// GET_BROKER_MEMBER_GROUP.
+    pub struct GetBrokerMemberGroupHeader<'a>: request GET_BROKER_MEMBER_GROUP {
+        cluster_name: &'a str = CLUSTER_NAME,
+        broker_name: &'a str = BROKER_NAME,
     }
 }
 
-/// BROKER_HEARTBEAT. The NameServer only needs the cluster and address; the rest is what Java
-/// brokers send for a controller.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BrokerHeartbeatHeader<'a> {
-    pub cluster_name: &'a str,
-    pub broker_addr: &'a str,
-    pub broker_name: Option<&'a str>,
-    pub broker_id: Option<i64>,
-    pub epoch: Option<i64>,
-    pub max_offset: Option<i64>,
-    pub confirm_offset: Option<i64>,
-    pub heartbeat_timeout_mills: Option<i64>,
-    pub election_priority: Option<i64>,
-}
-
-impl<'a> RequestHeader<'a> for BrokerHeartbeatHeader<'a> {
-    const CODE: i32 = request::BROKER_HEARTBEAT;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(BrokerHeartbeatHeader {
-            cluster_name: f.required(keys::CLUSTER_NAME)?,
-            broker_addr: f.required(keys::BROKER_ADDR)?,
-            broker_name: f.opt(keys::BROKER_NAME),
-            broker_id: f.opt_i64(keys::BROKER_ID),
-            epoch: f.opt_i64(keys::EPOCH),
-            max_offset: f.opt_i64(keys::MAX_OFFSET),
-            confirm_offset: f.opt_i64(keys::CONFIRM_OFFSET),
-            heartbeat_timeout_mills: f.opt_i64(keys::HEARTBEAT_TIMEOUT_MILLS),
-            election_priority: f.opt_i64(keys::ELECTION_PRIORITY),
-        })
+header! {
+    /// GET_ROUTEINFO_BY_TOPIC.
+    pub struct GetRouteInfoHeader<'a>: request GET_ROUTEINFO_BY_TOPIC {
+        /// Optional on purpose: Java answers a request without a topic as one for the topic
+        /// `null`, and so does this server.
+        topic: Option<&'a str> = TOPIC,
+        accept_standard_json_only: Option<bool> = ACCEPT_STANDARD_JSON_ONLY,
+        zone_name: Option<&'a str> = ZONE_NAME,
+        zone_mode: Option<bool> = ZONE_MODE,
     }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = cmd
-            .with_ext(keys::CLUSTER_NAME, self.cluster_name)
-            .with_ext(keys::BROKER_ADDR, self.broker_addr);
-        let cmd = put(cmd, keys::BROKER_NAME, self.broker_name);
-        let cmd = put(cmd, keys::BROKER_ID, self.broker_id);
-        let cmd = put(cmd, keys::EPOCH, self.epoch);
-        let cmd = put(cmd, keys::MAX_OFFSET, self.max_offset);
-        let cmd = put(cmd, keys::CONFIRM_OFFSET, self.confirm_offset);
-        let cmd = put(
-            cmd,
-            keys::HEARTBEAT_TIMEOUT_MILLS,
-            self.heartbeat_timeout_mills,
-        );
-        put(cmd, keys::ELECTION_PRIORITY, self.election_priority)
-    }
-}
-
-/// GET_BROKER_MEMBER_GROUP.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetBrokerMemberGroupHeader<'a> {
-    pub cluster_name: &'a str,
-    pub broker_name: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for GetBrokerMemberGroupHeader<'a> {
-    const CODE: i32 = request::GET_BROKER_MEMBER_GROUP;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(GetBrokerMemberGroupHeader {
-            cluster_name: f.required(keys::CLUSTER_NAME)?,
-            broker_name: f.required(keys::BROKER_NAME)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::CLUSTER_NAME, self.cluster_name)
-            .with_ext(keys::BROKER_NAME, self.broker_name)
-    }
-}
-
-/// GET_ROUTEINFO_BY_TOPIC.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetRouteInfoHeader<'a> {
-    /// Optional on purpose: Java answers a request without a topic as one for the topic
-    /// `null`, and so does this server.
-    pub topic: Option<&'a str>,
-    pub accept_standard_json_only: Option<bool>,
-    pub zone_name: Option<&'a str>,
-    pub zone_mode: Option<bool>,
 }
 
 impl<'a> GetRouteInfoHeader<'a> {
@@ -426,357 +228,144 @@ impl<'a> GetRouteInfoHeader<'a> {
     }
 }
 
-impl<'a> RequestHeader<'a> for GetRouteInfoHeader<'a> {
-    const CODE: i32 = request::GET_ROUTEINFO_BY_TOPIC;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(GetRouteInfoHeader {
-            topic: f.opt(keys::TOPIC),
-            accept_standard_json_only: f.opt_bool(keys::ACCEPT_STANDARD_JSON_ONLY),
-            zone_name: f.opt(keys::ZONE_NAME),
-            zone_mode: f.opt_bool(keys::ZONE_MODE),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = put(cmd, keys::TOPIC, self.topic);
-        let cmd = put(
-            cmd,
-            keys::ACCEPT_STANDARD_JSON_ONLY,
-            self.accept_standard_json_only,
-        );
-        let cmd = put(cmd, keys::ZONE_NAME, self.zone_name);
-        put(cmd, keys::ZONE_MODE, self.zone_mode)
+header! {
+    /// PUT_KV_CONFIG. A missing namespace or key is answered in Java's words, as for every
+    /// single-entry KV request.
+    pub struct PutKvConfigHeader<'a>: request PUT_KV_CONFIG, missing as NamespaceOrKeyNull {
+        namespace: &'a str = NAMESPACE,
+        key: &'a str = KEY,
+        /// Absent is a Java null: the key is removed.
+        value: Option<&'a str> = VALUE,
     }
 }
 
-/// The namespace and key every single-entry KV request names; either missing is answered in
-/// Java's words.
-fn namespace_and_key(f: Fields<'_>) -> Result<(&str, &str), HeaderError> {
-    match (f.opt(keys::NAMESPACE), f.opt(keys::KEY)) {
-        (Some(ns), Some(key)) => Ok((ns, key)),
-        _ => Err(HeaderError::NamespaceOrKeyNull),
+header! {
+    /// GET_KV_CONFIG.
+    pub struct GetKvConfigHeader<'a>: request GET_KV_CONFIG, missing as NamespaceOrKeyNull {
+        namespace: &'a str = NAMESPACE,
+        key: &'a str = KEY,
     }
 }
 
-/// PUT_KV_CONFIG.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PutKvConfigHeader<'a> {
-    pub namespace: &'a str,
-    pub key: &'a str,
-    /// Absent is a Java null: the key is removed.
-    pub value: Option<&'a str>,
-}
-
-impl<'a> RequestHeader<'a> for PutKvConfigHeader<'a> {
-    const CODE: i32 = request::PUT_KV_CONFIG;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        let (namespace, key) = namespace_and_key(f)?;
-        Ok(PutKvConfigHeader {
-            namespace,
-            key,
-            value: f.opt(keys::VALUE),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = cmd
-            .with_ext(keys::NAMESPACE, self.namespace)
-            .with_ext(keys::KEY, self.key);
-        put(cmd, keys::VALUE, self.value)
+header! {
+    /// The answer to GET_KV_CONFIG.
+    pub struct GetKvConfigResponseHeader<'a>: response {
+        value: Option<&'a str> = VALUE,
     }
 }
 
-/// GET_KV_CONFIG.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetKvConfigHeader<'a> {
-    pub namespace: &'a str,
-    pub key: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for GetKvConfigHeader<'a> {
-    const CODE: i32 = request::GET_KV_CONFIG;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let (namespace, key) = namespace_and_key(Fields(cmd))?;
-        Ok(GetKvConfigHeader { namespace, key })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::NAMESPACE, self.namespace)
-            .with_ext(keys::KEY, self.key)
+header! {
+    /// DELETE_KV_CONFIG.
+    pub struct DeleteKvConfigHeader<'a>: request DELETE_KV_CONFIG, missing as NamespaceOrKeyNull {
+        namespace: &'a str = NAMESPACE,
+        key: &'a str = KEY,
     }
 }
 
-/// The answer to GET_KV_CONFIG.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetKvConfigResponseHeader<'a> {
-    pub value: Option<&'a str>,
-}
-
-impl<'a> ResponseHeader<'a> for GetKvConfigResponseHeader<'a> {
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(GetKvConfigResponseHeader {
-            value: Fields(cmd).opt(keys::VALUE),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        put(cmd, keys::VALUE, self.value)
+header! {
+    /// GET_KVLIST_BY_NAMESPACE.
+    pub struct GetKvListByNamespaceHeader<'a>: request GET_KVLIST_BY_NAMESPACE {
+        namespace: &'a str = NAMESPACE,
     }
 }
 
-/// DELETE_KV_CONFIG.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeleteKvConfigHeader<'a> {
-    pub namespace: &'a str,
-    pub key: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for DeleteKvConfigHeader<'a> {
-    const CODE: i32 = request::DELETE_KV_CONFIG;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let (namespace, key) = namespace_and_key(Fields(cmd))?;
-        Ok(DeleteKvConfigHeader { namespace, key })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::NAMESPACE, self.namespace)
-            .with_ext(keys::KEY, self.key)
+header! {
+    /// WIPE_WRITE_PERM_OF_BROKER.
+    pub struct WipeWritePermHeader<'a>: request WIPE_WRITE_PERM_OF_BROKER {
+        broker_name: &'a str = BROKER_NAME,
     }
 }
 
-/// GET_KVLIST_BY_NAMESPACE.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetKvListByNamespaceHeader<'a> {
-    pub namespace: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for GetKvListByNamespaceHeader<'a> {
-    const CODE: i32 = request::GET_KVLIST_BY_NAMESPACE;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(GetKvListByNamespaceHeader {
-            namespace: Fields(cmd).required(keys::NAMESPACE)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::NAMESPACE, self.namespace)
+header! {
+    /// The answer to WIPE_WRITE_PERM_OF_BROKER: how many topics were touched.
+    pub struct WipeWritePermResponseHeader: response {
+        wipe_topic_count: i64 = WIPE_TOPIC_COUNT,
     }
 }
 
-/// WIPE_WRITE_PERM_OF_BROKER.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WipeWritePermHeader<'a> {
-    pub broker_name: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for WipeWritePermHeader<'a> {
-    const CODE: i32 = request::WIPE_WRITE_PERM_OF_BROKER;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(WipeWritePermHeader {
-            broker_name: Fields(cmd).required(keys::BROKER_NAME)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::BROKER_NAME, self.broker_name)
+header! {
+    /// ADD_WRITE_PERM_OF_BROKER.
+    pub struct AddWritePermHeader<'a>: request ADD_WRITE_PERM_OF_BROKER {
+        broker_name: &'a str = BROKER_NAME,
     }
 }
 
-/// The answer to WIPE_WRITE_PERM_OF_BROKER: how many topics were touched.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WipeWritePermResponseHeader {
-    pub wipe_topic_count: i64,
-}
-
-impl<'a> ResponseHeader<'a> for WipeWritePermResponseHeader {
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(WipeWritePermResponseHeader {
-            wipe_topic_count: Fields(cmd).required_i64(keys::WIPE_TOPIC_COUNT)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::WIPE_TOPIC_COUNT, self.wipe_topic_count)
+header! {
+    /// The answer to ADD_WRITE_PERM_OF_BROKER: how many topics were touched.
+    pub struct AddWritePermResponseHeader: response {
+        add_topic_count: i64 = ADD_TOPIC_COUNT,
     }
 }
 
-/// ADD_WRITE_PERM_OF_BROKER.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AddWritePermHeader<'a> {
-    pub broker_name: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for AddWritePermHeader<'a> {
-    const CODE: i32 = request::ADD_WRITE_PERM_OF_BROKER;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(AddWritePermHeader {
-            broker_name: Fields(cmd).required(keys::BROKER_NAME)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::BROKER_NAME, self.broker_name)
+header! {
+    /// DELETE_TOPIC_IN_NAMESRV.
+    pub struct DeleteTopicHeader<'a>: request DELETE_TOPIC_IN_NAMESRV {
+        topic: &'a str = TOPIC,
+        /// Absent or empty: the topic goes from every cluster.
+        cluster_name: Option<&'a str> = CLUSTER_NAME,
     }
 }
 
-/// The answer to ADD_WRITE_PERM_OF_BROKER: how many topics were touched.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AddWritePermResponseHeader {
-    pub add_topic_count: i64,
-}
-
-impl<'a> ResponseHeader<'a> for AddWritePermResponseHeader {
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(AddWritePermResponseHeader {
-            add_topic_count: Fields(cmd).required_i64(keys::ADD_TOPIC_COUNT)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::ADD_TOPIC_COUNT, self.add_topic_count)
+header! {
+    /// ROUTE_JOURNAL (ours): what the route journal holds about one topic or one broker group.
+    pub struct RouteJournalHeader<'a>: request ROUTE_JOURNAL {
+        topic: Option<&'a str> = TOPIC,
+        broker_name: Option<&'a str> = BROKER_NAME,
+        /// Entries wanted; the server bounds it.
+        limit: Option<i64> = LIMIT with field::trimmed_if_present,
     }
 }
 
-/// DELETE_TOPIC_IN_NAMESRV.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeleteTopicHeader<'a> {
-    pub topic: &'a str,
-    /// Absent or empty: the topic goes from every cluster.
-    pub cluster_name: Option<&'a str>,
-}
-
-impl<'a> RequestHeader<'a> for DeleteTopicHeader<'a> {
-    const CODE: i32 = request::DELETE_TOPIC_IN_NAMESRV;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(DeleteTopicHeader {
-            topic: f.required(keys::TOPIC)?,
-            cluster_name: f.opt(keys::CLUSTER_NAME),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = cmd.with_ext(keys::TOPIC, self.topic);
-        put(cmd, keys::CLUSTER_NAME, self.cluster_name)
+header! {
+    /// REGISTER_TOPIC_IN_NAMESRV.
+    pub struct RegisterTopicHeader<'a>: request REGISTER_TOPIC_IN_NAMESRV {
+        topic: &'a str = TOPIC,
     }
 }
 
-/// ROUTE_JOURNAL (ours): what the route journal holds about one topic or one broker group.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RouteJournalHeader<'a> {
-    pub topic: Option<&'a str>,
-    pub broker_name: Option<&'a str>,
-    /// Entries wanted; the server bounds it.
-    pub limit: Option<i64>,
-}
-
-impl<'a> RequestHeader<'a> for RouteJournalHeader<'a> {
-    const CODE: i32 = request::ROUTE_JOURNAL;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        let limit = match f.opt(keys::LIMIT) {
-            None => None,
-            Some(text) => Some(text.trim().parse().map_err(|_| HeaderError::NotANumber {
-                field: keys::LIMIT,
-                text: text.to_string(),
-            })?),
-        };
-        Ok(RouteJournalHeader {
-            topic: f.opt(keys::TOPIC),
-            broker_name: f.opt(keys::BROKER_NAME),
-            limit,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = put(cmd, keys::TOPIC, self.topic);
-        let cmd = put(cmd, keys::BROKER_NAME, self.broker_name);
-        put(cmd, keys::LIMIT, self.limit)
+header! {
+    /// GET_TOPICS_BY_CLUSTER.
+    pub struct GetTopicsByClusterHeader<'a>: request GET_TOPICS_BY_CLUSTER {
+        cluster: &'a str = CLUSTER,
     }
 }
 
-/// REGISTER_TOPIC_IN_NAMESRV.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RegisterTopicHeader<'a> {
-    pub topic: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for RegisterTopicHeader<'a> {
-    const CODE: i32 = request::REGISTER_TOPIC_IN_NAMESRV;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(RegisterTopicHeader {
-            topic: Fields(cmd).required(keys::TOPIC)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::TOPIC, self.topic)
+header! {
+    /// NOTIFY_MIN_BROKER_ID_CHANGE, which the NameServer sends to brokers. Every field is optional
+    /// in Java; `brokerName` exists there but Java's NameServer never sets it.
+    pub struct NotifyMinBrokerIdChangeHeader<'a>: request NOTIFY_MIN_BROKER_ID_CHANGE {
+        min_broker_id: Option<i64> = MIN_BROKER_ID,
+        broker_name: Option<&'a str> = BROKER_NAME,
+        min_broker_addr: Option<&'a str> = MIN_BROKER_ADDR,
+        offline_broker_addr: Option<&'a str> = OFFLINE_BROKER_ADDR,
+        ha_broker_addr: Option<&'a str> = HA_BROKER_ADDR,
     }
 }
 
-/// GET_TOPICS_BY_CLUSTER.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GetTopicsByClusterHeader<'a> {
-    pub cluster: &'a str,
-}
-
-impl<'a> RequestHeader<'a> for GetTopicsByClusterHeader<'a> {
-    const CODE: i32 = request::GET_TOPICS_BY_CLUSTER;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(GetTopicsByClusterHeader {
-            cluster: Fields(cmd).required(keys::CLUSTER)?,
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        cmd.with_ext(keys::CLUSTER, self.cluster)
+header! {
+    /// CONTROLLER_ADD_MEMBER and NAMESRV_ADD_MEMBER (ours): the node to add to a Raft group, by
+    /// its member id (`n3`, as `controllerDLegerPeers` names it) and the address it serves on.
+    /// Both groups read the same fields; [`RequestHeader::to_command`] writes the controller's
+    /// code, and the NameServers' request is written onto [`crate::codes::request::NAMESRV_ADD_MEMBER`].
+    pub struct AddMemberRequestHeader<'a>: request CONTROLLER_ADD_MEMBER {
+        member_id: &'a str = MEMBER_ID,
+        member_address: &'a str = MEMBER_ADDRESS,
     }
 }
 
-/// NOTIFY_MIN_BROKER_ID_CHANGE, which the NameServer sends to brokers. Every field is optional
-/// in Java; `brokerName` exists there but Java's NameServer never sets it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NotifyMinBrokerIdChangeHeader<'a> {
-    pub min_broker_id: Option<i64>,
-    pub broker_name: Option<&'a str>,
-    pub min_broker_addr: Option<&'a str>,
-    pub offline_broker_addr: Option<&'a str>,
-    pub ha_broker_addr: Option<&'a str>,
+header! {
+    /// CONTROLLER_REMOVE_MEMBER and NAMESRV_REMOVE_MEMBER (ours): the member to take out of a
+    /// Raft group.
+    pub struct RemoveMemberRequestHeader<'a>: request CONTROLLER_REMOVE_MEMBER {
+        member_id: &'a str = MEMBER_ID,
+    }
 }
 
-impl<'a> RequestHeader<'a> for NotifyMinBrokerIdChangeHeader<'a> {
-    const CODE: i32 = request::NOTIFY_MIN_BROKER_ID_CHANGE;
-
-    fn from_command(cmd: &'a RemotingCommand) -> Result<Self, HeaderError> {
-        let f = Fields(cmd);
-        Ok(NotifyMinBrokerIdChangeHeader {
-            min_broker_id: f.opt_i64(keys::MIN_BROKER_ID),
-            broker_name: f.opt(keys::BROKER_NAME),
-            min_broker_addr: f.opt(keys::MIN_BROKER_ADDR),
-            offline_broker_addr: f.opt(keys::OFFLINE_BROKER_ADDR),
-            ha_broker_addr: f.opt(keys::HA_BROKER_ADDR),
-        })
-    }
-
-    fn write(&self, cmd: RemotingCommand) -> RemotingCommand {
-        let cmd = put(cmd, keys::MIN_BROKER_ID, self.min_broker_id);
-        let cmd = put(cmd, keys::BROKER_NAME, self.broker_name);
-        let cmd = put(cmd, keys::MIN_BROKER_ADDR, self.min_broker_addr);
-        let cmd = put(cmd, keys::OFFLINE_BROKER_ADDR, self.offline_broker_addr);
-        put(cmd, keys::HA_BROKER_ADDR, self.ha_broker_addr)
+header! {
+    /// CONTROLLER_TRANSFER_LEADER and NAMESRV_TRANSFER_LEADER (ours): the voter that is to lead
+    /// a Raft group.
+    pub struct TransferLeaderRequestHeader<'a>: request CONTROLLER_TRANSFER_LEADER {
+        member_id: &'a str = MEMBER_ID,
     }
 }
 
@@ -1066,7 +655,7 @@ mod tests {
 
     #[test]
     fn missing_fields_are_named_in_the_order_they_are_checked() {
-        let none = RemotingCommand::request(request::REGISTER_BROKER);
+        let none = RemotingCommand::request(crate::codes::request::REGISTER_BROKER);
         let err = RegisterBrokerHeader::from_command(&none).unwrap_err();
         assert_eq!(err, HeaderError::Missing("brokerName"));
         assert_eq!(err.to_string(), "missing header field brokerName");
@@ -1155,6 +744,25 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "header field wipeTopicCount is not a number: many"
+        );
+    }
+
+    #[test]
+    fn a_journal_limit_may_be_padded_but_must_be_a_number() {
+        let read = |text: &str| {
+            RouteJournalHeader::from_command(&with(&[("limit", text)])).map(|h| h.limit)
+        };
+        assert_eq!(read(" 20 "), Ok(Some(20)));
+        assert_eq!(
+            read("many"),
+            Err(HeaderError::NotANumber {
+                field: "limit",
+                text: "many".into()
+            })
+        );
+        assert_eq!(
+            RouteJournalHeader::from_command(&with(&[("topic", "t")])).map(|h| h.limit),
+            Ok(None)
         );
     }
 
