@@ -173,6 +173,7 @@ CTL_NET_TAG=""
 CTL_SUBNET=""
 CTL_HOST=127.0.0.1   # the address brokers listen on and register
 CTL_NAMES=0
+CTL_TLS=${CONTROLLER_TLS:-0}   # 1: controller nodes take only TLS, every Java peer speaks it
 declare -A NETNS CTL_IP CTL_MOVES
 
 ctl_net_up() {
@@ -285,6 +286,11 @@ ctl_configure() {
   [[ $CTL_NETNS == 1 && $CTL_MODE == standalone ]] && CTL_NAMES=1
   JAVA_OPENS=("${JVM_OPENS[@]}" -Djava.io.tmpdir="$WORK/tmp")
   ((CTL_NAMES)) && JAVA_OPENS+=(-Djdk.net.hosts.file="$WORK/hosts" -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0)
+  # Every Java peer's remoting clients speak TLS (Java's test mode trusts any certificate); servers stay
+  # permissive unless they are controller nodes (CTL_SERVER_TLS).
+  ((CTL_TLS)) && JAVA_OPENS+=(-Dtls.enable=true)
+  CTL_SERVER_TLS=()
+  ((CTL_TLS)) && CTL_SERVER_TLS=(-Dtls.server.mode=enforcing)
   CLIENT_JVM=("${JAVA_OPENS[@]}" -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Duser.home="$WORK/client-home")
   CTL_NODES=() NS_NODES=()
@@ -325,6 +331,8 @@ ctl_configure() {
       echo "mappedFileSize=67108864"
       echo "configStorePath=$dir/controller.properties"
       echo "rocketmqHome=$RMQ_HOME"
+      # Ours reads it from its file (a NameServer that embeds the node too); Java's from a system property.
+      ((CTL_TLS)) && echo "tls.server.mode=enforcing"
     } >"$dir/controller.conf"
   done
   for i in "${!NS_NODES[@]}"; do
@@ -396,8 +404,8 @@ ctl_start_node() { # NAME: a controller node (standalone) or a NameServer (with 
   [[ -n ${NETNS[$name]:-} ]] && in=(ip netns exec "${NETNS[$name]}")
   if [[ $name == c? ]]; then
     if [[ $CTL_IMPL == java ]]; then
-      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
-        -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
+      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" "${CTL_SERVER_TLS[@]}" \
+        -Xms64m -Xmx256m -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
         org.apache.rocketmq.controller.ControllerStartup -c "$dir/controller.conf"
     else
       ctl_start_peer "$name" "${in[@]}" env HOME="$dir/home" ROCKETMQ_HOME="$RMQ_HOME" "$CTL_BIN" -c "$dir/controller.conf"
@@ -405,8 +413,10 @@ ctl_start_node() { # NAME: a controller node (standalone) or a NameServer (with 
   else
     local java_ns=0
     if [[ $CTL_MODE == embedded ]]; then [[ $CTL_IMPL == java ]] && java_ns=1; else [[ $CTL_NSKIND == java ]] && java_ns=1; fi
+    local server_tls=()
+    [[ $CTL_MODE == embedded ]] && server_tls=("${CTL_SERVER_TLS[@]}")
     if ((java_ns)); then
-      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" -Xms64m -Xmx256m \
+      ctl_start_peer "$name" "${in[@]}" env ROCKETMQ_HOME="$RMQ_HOME" "$JAVA" "${JAVA_OPENS[@]}" "${server_tls[@]}" -Xms64m -Xmx256m \
         -XX:+UseSerialGC -Duser.home="$dir/home" -cp "$LIB/$CTL_SERVERS/*" \
         org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf"
     else

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::parse_properties;
-use crate::watch;
+use rocketmq_wire::server::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

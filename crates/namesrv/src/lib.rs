@@ -1,7 +1,7 @@
 //! A drop-in RocketMQ NameServer.
 //!
-//! A request arrives on a connection served by `server` (after the wire crate's listener let the
-//! connection in and `proxy` and `tls` unwrapped it), is dispatched through the one table of
+//! A request arrives on a connection of `server` (let in by the wire crate's listener and served
+//! by its remoting server, which unwraps PROXY headers and TLS), is dispatched through the one table of
 //! request codes in `handler` (one module per request family), and reads or changes the state
 //! in `state::State`: the [`registry`], the [`kv`] store and the [`config`].
 //!
@@ -19,15 +19,11 @@
 //! - `notify`: the outbound NOTIFY_MIN_BROKER_ID_CHANGE;
 //! - `peers`: NameServers that agree (`namesrvPeers`): their Raft group replicating the KV config
 //!   and admin topic changes, and the routes they exchange until they agree;
-//! - `offload`: moving work that takes milliseconds off the async worker it would stall;
 //! - `persist`: crash-safe file replacement;
-//! - `proxy`: HAProxy PROXY headers before the first frame;
 //! - [`registry`]: the routing tables, their rules, liveness, and the encoded-route cache;
-//! - `server`: the accept loop and per-connection frame reading and writing;
+//! - `server`: the accept loop, and the NameServer as the remoting server's `Service`;
 //! - `snapshot`: the route snapshot for warm restarts;
-//! - `state`: everything the handlers share;
-//! - `tls`: TLS modes and certificates;
-//! - `watch`: reloading files when they change.
+//! - `state`: everything the handlers share.
 
 mod auth;
 pub mod config;
@@ -41,16 +37,12 @@ pub mod kv;
 pub mod memory;
 mod metrics;
 mod notify;
-mod offload;
 mod peers;
 mod persist;
-mod proxy;
 pub mod registry;
 mod server;
 mod snapshot;
 mod state;
-mod tls;
-mod watch;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -60,6 +52,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rocketmq_wire::listener::admission;
+use rocketmq_wire::server::tls::{Tls, TlsMode, TlsSettings};
+use rocketmq_wire::server::DecodeBudget;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -94,13 +88,6 @@ const FD_RESERVE: u64 = 256;
 /// about a second; past this it stops anyway and the others elect a leader.
 const HAND_OVER_BOUND: Duration = Duration::from_secs(10);
 
-/// What large frames may hold in memory at once, across connections: room for one frame of the
-/// largest size and what decoding it builds, and never less than a few medium ones.
-fn decode_budget_kib(max_frame: i64) -> u32 {
-    let max_frame_kib = (max_frame.max(0) as u64 / 1024).max(1);
-    u32::try_from((max_frame_kib * 5).max(80 * 1024)).unwrap_or(u32::MAX)
-}
-
 /// Starts serving with `settings`, calls `on_ready` with the bound addresses once the
 /// listeners accept, and runs until `shutdown` completes; `hurry` completing cuts the graceful
 /// wait short (an operator's second Ctrl-C).
@@ -127,7 +114,7 @@ pub async fn run(
     // The KV store and the route snapshot clear their own leftovers when they load.
     persist::remove_stale_temps(std::path::Path::new(&server.config_store_path));
     let kv = Arc::new(KvStore::open(server.kv_config_path.clone().into())?);
-    let tls = Arc::new(tls::Tls::new(tls::TlsSettings::from_properties(|k| {
+    let tls = Arc::new(Tls::new(TlsSettings::from_properties(|k| {
         settings.extra(k).map(String::from)
     })?)?);
     let snapshot_path = server
@@ -153,7 +140,7 @@ pub async fn run(
     };
     // Links to peers: over TLS when this port takes only TLS, sealed with the secret if any.
     let peer_connector = || -> anyhow::Result<rocketmq_raft::Connect> {
-        let connect = tls.peer_connector()?;
+        let connect = rocketmq_raft::connector(&tls)?;
         Ok(match &peer_secret {
             Some(secret) => rocketmq_raft::peer_auth::sealed(connect, secret.clone()),
             None => connect,
@@ -237,14 +224,14 @@ pub async fn run(
         per_address = admission.per_address,
         "connection limits"
     );
-    let decode_budget_kib = decode_budget_kib(server.max_frame_length);
-    if server.authentication_enabled && tls.mode() != tls::TlsMode::Enforcing {
+    if server.authentication_enabled && tls.mode() != TlsMode::Enforcing {
         tracing::warn!(
             "authentication is on but TLS is not enforcing: request signatures cover neither the \
              request code nor a nonce, so anyone who can see a signed write can replay it, as \
              this or another write; set tls.server.mode=enforcing"
         );
     }
+    let decode_budget = DecodeBudget::for_frames_up_to(server.max_frame_length.max(0) as usize);
     let mut metrics = metrics::Metrics::default();
     if let Some(running) = &controller {
         metrics.watch_controller(running.controller.clone());
@@ -278,8 +265,7 @@ pub async fn run(
         credentials: credentials.clone(),
         metrics,
         admission: Arc::new(admission::Admission::new(admission)),
-        decode_budget: Arc::new(tokio::sync::Semaphore::new(decode_budget_kib as usize)),
-        decode_budget_kib,
+        decode_budget,
         remoting_addr: local,
         controller: controller.as_ref().map(|c| c.controller.clone()),
         started: Instant::now(),

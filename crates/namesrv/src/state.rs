@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use dashmap::DashMap;
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
@@ -20,8 +20,9 @@ use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::Metrics;
 use crate::peers::group::PeerGroup;
 use crate::registry::{ConnId, RouteExtras, RouteTable, Unregistration};
-use crate::tls::Tls;
 use rocketmq_wire::listener::Admission;
+use rocketmq_wire::server::tls::Tls;
+use rocketmq_wire::server::DecodeBudget;
 
 pub struct State {
     pub config: ConfigStore,
@@ -48,8 +49,7 @@ pub struct State {
     /// Caps on connections, in total and per source address.
     pub admission: Arc<Admission>,
     /// What large frames being read and decoded may hold across all connections, in KiB.
-    pub decode_budget: Arc<Semaphore>,
-    pub decode_budget_kib: u32,
+    pub decode_budget: DecodeBudget,
     /// Where the remoting listener is bound.
     pub remoting_addr: SocketAddr,
     /// The embedded controller node, when `enableControllerInNamesrv` is on.

@@ -321,7 +321,8 @@ impl ControllerConfig {
                     .clamp(4 << 20, i32::MAX as u64) as usize,
             },
             http,
-            blacklist: Blacklist::new(ALWAYS_BLACKLISTED, &[], &table.config_black_list),
+            // The port's TLS, as the NameServer's, is the `-c` file's alone.
+            blacklist: Blacklist::new(ALWAYS_BLACKLISTED, &["tls."], &table.config_black_list),
             table,
             extras,
         })
@@ -358,6 +359,11 @@ impl ControllerConfig {
         self.peers
             .iter()
             .find(|p| self.node_id(&p.id) == Some(node_id))
+    }
+
+    /// A key of the config file that is not a controller key (the TLS settings, for one).
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extras.get(key).map(String::as_str)
     }
 
     pub fn is_blacklisted(&self, key: &str) -> bool {
@@ -656,6 +662,8 @@ mod tests {
             "configBlackList",
             "controllerRaftHeartbeatIntervalMs",
             "controllerElectionTimeoutMs",
+            "tls.server.mode",
+            "tls.server.certPath",
         ] {
             assert!(c.is_blacklisted(key), "{key}");
         }

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use rocketmq_raft::Connect;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::RemotingCommand;
 use tokio::sync::mpsc;
@@ -34,13 +35,15 @@ pub(crate) struct Forwarder {
 }
 
 impl Forwarder {
+    /// Links to the leader are opened by `connect`: the group's own links (TLS when the port
+    /// takes only TLS, sealed with the group's secret when it has one).
     pub(crate) fn start(
         source: Option<std::net::IpAddr>,
-        secret: Option<rocketmq_raft::peer_auth::PeerSecret>,
+        connect: Connect,
         shutdown: CancellationToken,
     ) -> Self {
         let (queue, beats) = mpsc::channel(QUEUE);
-        tokio::spawn(forward(beats, source, secret, shutdown));
+        tokio::spawn(forward(beats, source, connect, shutdown));
         Forwarder { queue }
     }
 
@@ -60,7 +63,7 @@ impl Forwarder {
 async fn forward(
     mut beats: mpsc::Receiver<Beat>,
     source: Option<std::net::IpAddr>,
-    secret: Option<rocketmq_raft::peer_auth::PeerSecret>,
+    connect: Connect,
     shutdown: CancellationToken,
 ) {
     let mut link: Option<(u64, Client)> = None;
@@ -80,7 +83,7 @@ async fn forward(
             Some((to, client)) if *to == beat.leader => client.clone(),
             _ => {
                 link = None;
-                match connect(&beat.addr, source, secret.as_ref()).await {
+                match connect(beat.addr.clone(), source, CONNECT_DEADLINE).await {
                     Ok(client) => {
                         unreachable = None;
                         link = Some((beat.leader, client.clone()));
@@ -100,26 +103,6 @@ async fn forward(
             link = None;
         }
     }
-}
-
-/// A link to the leader, sealed with the group's secret when it has one.
-async fn connect(
-    addr: &str,
-    source: Option<std::net::IpAddr>,
-    secret: Option<&rocketmq_raft::peer_auth::PeerSecret>,
-) -> Result<Client, String> {
-    let client = Client::connect_capped(
-        addr,
-        source,
-        CONNECT_DEADLINE,
-        rocketmq_raft::PEER_FRAME_LIMIT,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if let Some(secret) = secret {
-        rocketmq_raft::peer_auth::handshake(&client, secret, CONNECT_DEADLINE).await?;
-    }
-    Ok(client)
 }
 
 #[cfg(test)]
@@ -175,7 +158,8 @@ mod tests {
     #[tokio::test]
     async fn two_hundred_heartbeats_for_one_leader_travel_on_one_connection() {
         let (addr, connections, frames) = counting_leader().await;
-        let forwarder = Forwarder::start(None, None, CancellationToken::new());
+        let forwarder =
+            Forwarder::start(None, rocketmq_raft::plaintext(), CancellationToken::new());
         for _ in 0..200 {
             assert!(forwarder.send(1, addr.clone(), beat()));
         }
@@ -189,7 +173,8 @@ mod tests {
         let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let gone = closed.local_addr().unwrap().to_string();
         drop(closed);
-        let forwarder = Forwarder::start(None, None, CancellationToken::new());
+        let forwarder =
+            Forwarder::start(None, rocketmq_raft::plaintext(), CancellationToken::new());
         for _ in 0..2000 {
             forwarder.send(1, gone.clone(), beat());
         }
@@ -209,7 +194,7 @@ mod tests {
     #[tokio::test]
     async fn the_task_ends_with_the_node() {
         let shutdown = CancellationToken::new();
-        let forwarder = Forwarder::start(None, None, shutdown.clone());
+        let forwarder = Forwarder::start(None, rocketmq_raft::plaintext(), shutdown.clone());
         shutdown.cancel();
         assert!(until(|| !forwarder.send(1, "127.0.0.1:1".into(), beat())).await);
     }

@@ -19,7 +19,9 @@ use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleC
 use prometheus_client::metrics::histogram::Histogram;
 pub use rocketmq_raft::group::RaftStatus;
 use rocketmq_raft::peer_auth::{PeerSecret, PeerSessions};
+use rocketmq_raft::Connect;
 pub use rocketmq_raft::{ConsensusError, Group, Settings};
+use rocketmq_wire::server::tls::{Tls, TlsSettings};
 use rocketmq_wire::RemotingCommand;
 
 pub use crate::replicated::code as response;
@@ -35,7 +37,7 @@ pub use crate::replicated::code as response;
 ///
 /// The shortest election timeout is also how long a leader goes on calling itself leader after
 /// a quorum last acknowledged it (its lease, `rocketmq_raft::group`).
-fn group_settings(config: &ControllerConfig, secret: Option<&PeerSecret>) -> Settings {
+fn group_settings(config: &ControllerConfig, connect: Connect) -> Settings {
     Settings {
         name: config.group.to_string(),
         members_are: "controller nodes",
@@ -51,14 +53,7 @@ fn group_settings(config: &ControllerConfig, secret: Option<&PeerSecret>) -> Set
         election_timeout: Duration::from_millis(config.election_timeout_ms),
         snapshot_every: config.snapshot_every_entries,
         codes: RAFT_CODES,
-        // The controller port of ours serves plaintext only; links are sealed with the group's
-        // secret when it has one.
-        connect: match secret {
-            Some(secret) => {
-                rocketmq_raft::peer_auth::sealed(rocketmq_raft::plaintext(), secret.clone())
-            }
-            None => rocketmq_raft::plaintext(),
-        },
+        connect,
     }
 }
 
@@ -83,6 +78,8 @@ pub struct Controller {
     pub(crate) peer_sessions: Option<PeerSessions>,
     /// Passes heartbeats brokers send this follower on to the leader.
     forwarder: Forwarder,
+    /// The port's TLS (`tls.server.*`, as the NameServer's).
+    pub(crate) tls: Arc<Tls>,
     /// Elections and leadership changes, for the status page.
     recent: Recent,
     shutdown: CancellationToken,
@@ -102,10 +99,22 @@ impl Controller {
             Some(path) => Some(PeerSecret::load(path).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let group = Group::start(group_settings(&config, peer_secret.as_ref())).await?;
+        let tls = Arc::new(Tls::new(TlsSettings::from_properties(|k| {
+            config.extra(k).map(String::from)
+        })?)?);
+        // Links to the other nodes: over TLS when this port takes only TLS (theirs do too),
+        // sealed with the group's secret when it has one.
+        let connect = rocketmq_raft::connector(&tls)?;
+        let connect = match &peer_secret {
+            Some(secret) => rocketmq_raft::peer_auth::sealed(connect, secret.clone()),
+            None => connect,
+        };
+        let group = Group::start(group_settings(&config, connect.clone())).await?;
         let shutdown = CancellationToken::new();
+        tls.clone().spawn_reloader(shutdown.clone());
         let controller = Arc::new(Controller {
-            forwarder: Forwarder::start(group.source(), peer_secret.clone(), shutdown.clone()),
+            forwarder: Forwarder::start(group.source(), connect, shutdown.clone()),
+            tls,
             peer_sessions: peer_secret.map(PeerSessions::new),
             config: RwLock::new(config),
             group,

@@ -1,27 +1,26 @@
 //! The controller's port: remoting frames from brokers, admin tools and the other controller
 //! nodes. Admitted by the same listener as the NameServer's port (caps in total and per
-//! address, a reserve for the group's own members, refusals logged sparingly), with the same
-//! deadlines for the first frame and for silence, a frame size cap, and a cap on requests in
-//! flight per connection; the limits are the `controllerServer*` keys.
+//! address, a reserve for the group's own members, refusals logged sparingly) and served by the
+//! same remoting server (`rocketmq_wire::server`: PROXY headers, TLS by `tls.server.*`, the
+//! deadlines for the first frame and for silence, a frame size cap, a decode budget, a cap on
+//! requests in flight per connection); the limits are the `controllerServer*` keys.
 
-use std::net::{IpAddr, SocketAddr};
+use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
-use rocketmq_wire::frame::RemotingCodec;
 use rocketmq_wire::listener::{self, admission, Admission, ConnectionBounds, Port};
+use rocketmq_wire::server::{
+    self as remoting, DecodeBudget, Dispatch, Origin, PortServing, Service,
+};
 use rocketmq_wire::RemotingCommand;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{keys, PortLimits};
 use crate::handler;
 use crate::node::{next_connection_id, Controller};
-
-const IN_FLIGHT_PER_CONNECTION: usize = 64;
 
 /// How long a node waits for its own listed name to resolve: a StatefulSet's pod is started
 /// before its name is published (a moment, usually), and a node that gave up at once would
@@ -87,11 +86,16 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
             }
         });
     }
-    let bounds = ConnectionBounds {
-        first_frame: Duration::from_secs(limits.first_frame_timeout_s),
-        idle: Duration::from_secs(limits.idle_timeout_s),
-        max_frame: limits.max_frame_length,
+    let serving = PortServing {
+        bounds: ConnectionBounds {
+            first_frame: Duration::from_secs(limits.first_frame_timeout_s),
+            idle: Duration::from_secs(limits.idle_timeout_s),
+            max_frame: limits.max_frame_length,
+        },
+        budget: DecodeBudget::for_frames_up_to(limits.max_frame_length),
+        tls: controller.tls.clone(),
     };
+    let served = Arc::new(Served(controller));
     let port = Port {
         name: "controller",
         total_key: keys::MAX_CONNECTIONS,
@@ -104,66 +108,40 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
         stop.clone(),
         |_| {},
         |stream, peer, admitted| {
-            let controller = controller.clone();
-            let stop = stop.clone();
+            let (served, stop, serving) = (served.clone(), stop.clone(), serving.clone());
             tokio::spawn(async move {
                 let _admitted = admitted;
-                connection(stream, peer.ip(), controller, stop, bounds).await;
+                let origin = Origin {
+                    conn: next_connection_id(),
+                    peer: peer.ip(),
+                };
+                remoting::serve_connection(&served, stream, origin, stop, &serving).await;
+                served.0.on_connection_closed(origin.conn);
             });
         },
     )
     .await;
 }
 
-async fn connection(
-    stream: TcpStream,
-    from: IpAddr,
-    controller: Arc<Controller>,
-    stop: CancellationToken,
-    bounds: ConnectionBounds,
-) {
-    let _ = stream.set_nodelay(true);
-    let id = next_connection_id();
-    let (read, write) = stream.into_split();
-    let mut frames = FramedRead::new(read, RemotingCodec::new(bounds.max_frame));
-    let (tx, mut rx) = mpsc::channel::<RemotingCommand>(IN_FLIGHT_PER_CONNECTION);
-    let max_frame = bounds.max_frame;
-    let writer = tokio::spawn(async move {
-        let mut sink = FramedWrite::new(write, RemotingCodec::new(max_frame));
-        while let Some(cmd) = rx.recv().await {
-            if sink.send(cmd).await.is_err() {
-                return;
-            }
-        }
-    });
-    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT_PER_CONNECTION));
-    let mut deadline = bounds.first_frame;
-    loop {
-        let next = tokio::select! {
-            _ = stop.cancelled() => break,
-            n = tokio::time::timeout(deadline, frames.next()) => n,
-        };
-        let req = match next {
-            Ok(Some(Ok(req))) => req,
-            // Silence, end of stream or an undecodable frame: the connection is over.
-            _ => break,
-        };
-        deadline = bounds.idle;
-        if req.is_response() {
-            continue;
-        }
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            break;
-        };
-        let (controller, tx) = (controller.clone(), tx.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            if let Some(resp) = handler::handle(&controller, &req, id, from).await {
-                let _ = tx.send(resp).await;
-            }
-        });
+/// The node as its port serves it. Every request is served as a task: most wait on the group (a
+/// write, a leader's read, a forward), and the rest are as cheap there.
+struct Served(Arc<Controller>);
+
+impl Service for Served {
+    fn dispatch(&self, _: &RemotingCommand) -> Dispatch {
+        Dispatch::Waits
     }
-    drop(tx);
-    let _ = writer.await;
-    controller.on_connection_closed(id);
+
+    /// What serving a request on a thread of its own would do (never asked: see `dispatch`).
+    fn handle(&self, origin: Origin, request: &RemotingCommand) -> Option<RemotingCommand> {
+        tokio::runtime::Handle::current().block_on(self.serve(origin, request))
+    }
+
+    fn serve<'a>(
+        &'a self,
+        origin: Origin,
+        request: &'a RemotingCommand,
+    ) -> impl Future<Output = Option<RemotingCommand>> + Send + 'a {
+        handler::handle(&self.0, request, origin.conn, origin.peer)
+    }
 }

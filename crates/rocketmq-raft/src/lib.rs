@@ -133,6 +133,29 @@ pub fn plaintext() -> Connect {
     })
 }
 
+/// How a member connects to the others given its port's TLS: plaintext ([`plaintext`]), or
+/// over TLS when its port takes only TLS, since the others' then do too.
+pub fn connector(
+    tls: &rocketmq_wire::server::tls::Tls,
+) -> Result<Connect, rocketmq_wire::server::tls::TlsError> {
+    let Some(config) = tls.peer_client_config()? else {
+        return Ok(plaintext());
+    };
+    Ok(std::sync::Arc::new(move |addr, source, deadline| {
+        let config = config.clone();
+        Box::pin(async move {
+            rocketmq_wire::client::Client::connect_tls_capped(
+                &addr,
+                source,
+                deadline,
+                PEER_FRAME_LIMIT,
+                config,
+            )
+            .await
+        })
+    }))
+}
+
 /// The request codes a group's Raft traffic travels under on the peer port: each group has its
 /// own, so that two groups can share a port and a node tell their traffic apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -95,6 +95,34 @@ impl Client {
         Ok(Self::from_halves(read, write, max_frame))
     }
 
+    /// As [`Client::connect_capped`], over TLS with `config`; the name `addr` gives is what the
+    /// handshake presents (the server's certificate is checked as `config` says).
+    pub async fn connect_tls_capped(
+        addr: &str,
+        source: Option<std::net::IpAddr>,
+        deadline: std::time::Duration,
+        max_frame: usize,
+        config: Arc<rustls::ClientConfig>,
+    ) -> Result<Self, String> {
+        let tcp = tcp_from(addr, source, deadline)
+            .await
+            .map_err(|e| e.to_string())?;
+        let host = addr
+            .rsplit_once(':')
+            .map_or(addr, |(h, _)| h)
+            .trim_matches(['[', ']']);
+        let name =
+            rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+        let tls = tokio::time::timeout(
+            deadline,
+            tokio_rustls::TlsConnector::from(config).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| "TLS handshake timed out".to_string())?
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+        Ok(Self::from_io_capped(tls, max_frame))
+    }
+
     pub fn from_stream(stream: TcpStream) -> Self {
         let (read, write) = stream.into_split();
         Self::from_halves(read, write, usize::MAX)

@@ -16,6 +16,8 @@
 //! - [`clock`]: the wall clock in Java's signed epoch milliseconds;
 //! - [`client`]: a small async client for tools, tests and the servers' outbound calls;
 //! - [`listener`]: the accepting side of a port: admission caps, refusal logging, deadlines;
+//! - [`server`]: the serving side of a port behind a [`server::Service`]: PROXY headers, TLS,
+//!   frame reading within a decode budget, dispatch, answers batched per write;
 //! - [`acl`]: request signatures of RocketMQ's ACL clients.
 
 pub mod acl;
@@ -32,6 +34,7 @@ pub mod json;
 pub mod key_table;
 pub mod listener;
 pub mod properties;
+pub mod server;
 
 pub use command::{ExtFields, RemotingCommand, SerializeType};
 

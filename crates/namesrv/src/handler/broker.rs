@@ -20,13 +20,13 @@ use crate::journal::{Cause, Entry};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
-use crate::offload;
 use crate::registry::{
     Applied, Apply, Fingerprint, RegisterOutcome, RegisterPolicy, RegisterRequest, Registrant,
     Registration, TableBase,
 };
 use crate::state::State;
 use rocketmq_wire::clock::now_ms;
+use rocketmq_wire::server::offload;
 
 pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> HandlerResult {
     let header = RegisterBrokerHeader::from_command(r)?;

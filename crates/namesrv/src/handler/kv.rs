@@ -11,9 +11,9 @@ use rocketmq_wire::RemotingCommand;
 use super::{success, HandlerResult};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::offload;
 use crate::peers::replicated::Command;
 use crate::state::State;
+use rocketmq_wire::server::offload;
 
 /// Routes show the order config, so a change to it must reach cached routes.
 fn after_change(state: &State, namespace: &str) {

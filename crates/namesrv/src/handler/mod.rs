@@ -12,15 +12,15 @@ mod route;
 mod topic;
 
 use std::future::Future;
-use std::net::IpAddr;
 use std::pin::Pin;
 use std::time::Instant;
 
 use rocketmq_wire::codes::peer::namesrv as peer_codes;
 use rocketmq_wire::codes::{request as req, response as resp, version};
+use rocketmq_wire::headers::keys;
+use rocketmq_wire::server::Dispatch;
 use rocketmq_wire::RemotingCommand;
 
-use crate::registry::ConnId;
 use crate::state::State;
 
 /// A request that could not be served: answered SYSTEM_ERROR with this remark.
@@ -35,11 +35,7 @@ impl<E: std::fmt::Display> From<E> for SystemError {
 pub type HandlerResult = Result<RemotingCommand, SystemError>;
 
 /// The connection a request arrived on.
-#[derive(Clone, Copy)]
-pub struct Origin {
-    pub conn: ConnId,
-    pub peer: IpAddr,
-}
+pub use rocketmq_wire::server::Origin;
 
 /// What a handler knows of the request besides its content.
 #[derive(Clone, Copy)]
@@ -187,15 +183,16 @@ pub fn facts(code: i32) -> Option<Facts> {
     Some(facts)
 }
 
-/// Whether the request may block and so must not run on the connection's reader. (Frames
-/// large enough to block by their size alone never reach the reader: see `server`.)
-pub fn may_block(request: &RemotingCommand) -> bool {
-    facts(request.code).is_some_and(|f| f.blocking)
-}
-
-/// Whether the request is served on the reader even in a large frame (see `Facts`).
-pub fn moves_its_own_work(request: &RemotingCommand) -> bool {
-    facts(request.code).is_some_and(|f| f.moves_its_own_work)
+/// How the server serves the request, by its facts: a code it does not know is answered at once.
+/// (Frames large enough to block by their size alone never reach the reader whatever their
+/// code: see `rocketmq_wire::server`.)
+pub fn dispatch(request: &RemotingCommand) -> Dispatch {
+    match facts(request.code) {
+        Some(f) if f.waits_on_consensus() => Dispatch::Waits,
+        Some(f) if f.blocking => Dispatch::Blocking,
+        Some(f) if f.moves_its_own_work => Dispatch::MovesItsOwnWork,
+        _ => Dispatch::Inline,
+    }
 }
 
 /// Serves one request; `None` for oneway requests, which are never answered. A request that
@@ -255,11 +252,6 @@ fn prepare<'a>(state: &'a State, origin: Origin, request: &'a RemotingCommand) -
     ))
 }
 
-/// Whether the request waits on a consensus group (`Facts::waits_on_consensus`).
-pub fn waits_on_consensus(request: &RemotingCommand) -> bool {
-    facts(request.code).is_some_and(|f| f.waits_on_consensus())
-}
-
 /// The context to serve the request in, or the answer that refuses it: GO_AWAY while shutting
 /// down, NO_PERMISSION for an unsigned write when authentication is on.
 fn admit(
@@ -291,10 +283,10 @@ fn admit(
             state.routes.journal().refused(
                 crate::journal::Entry::new(crate::journal::Cause::Refused)
                     .broker(
-                        ext("clusterName"),
-                        ext("brokerName"),
-                        ext("brokerAddr"),
-                        request.ext_i64("brokerId").unwrap_or(-1),
+                        ext(keys::CLUSTER_NAME),
+                        ext(keys::BROKER_NAME),
+                        ext(keys::BROKER_ADDR),
+                        request.ext_i64(keys::BROKER_ID).unwrap_or(-1),
                     )
                     .detail(format!("not authenticated: {remark}")),
             );
@@ -350,7 +342,9 @@ async fn admin_change(
             .await
             .map_err(|e| SystemError(e.to_string())),
         // A broker's every topic may be touched: not on a worker other connections wait for.
-        None => Ok(crate::offload::now(|| op.apply(&state.routes, Some(by)))),
+        None => Ok(rocketmq_wire::server::offload::now(|| {
+            op.apply(&state.routes, Some(by))
+        })),
     }
 }
 

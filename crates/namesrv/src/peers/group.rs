@@ -303,7 +303,7 @@ impl PeerGroup {
     ) -> Result<(), WriteFailed> {
         let held = self.group.wait_applied(applied, deadline).await;
         // A file write: not on a worker other connections wait for.
-        if let Err(e) = crate::offload::now(|| self.sync(local)) {
+        if let Err(e) = rocketmq_wire::server::offload::now(|| self.sync(local)) {
             tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             return Err(WriteFailed(format!(
                 "KV write committed, but this NameServer cannot write its KV file: {e}"
@@ -351,7 +351,7 @@ impl PeerGroup {
                 )));
             }
             let _ = tokio::time::timeout(left.min(Duration::from_millis(50)), changes.next()).await;
-            if let Err(e) = crate::offload::now(|| self.sync(local)) {
+            if let Err(e) = rocketmq_wire::server::offload::now(|| self.sync(local)) {
                 tracing::error!(error = %e, "cannot write the replicated KV config to the KV file");
             }
         }

@@ -235,16 +235,16 @@ impl RouteTable {
     /// that queue would hold up every task queued behind it, the peers' Raft heartbeats and the
     /// controller's among them. (Readers wait for one change at most: they stay.)
     fn upgradable_locked(&self) -> RwLockUpgradableReadGuard<'_, Registry> {
-        self.registry
-            .try_upgradable_read()
-            .unwrap_or_else(|| crate::offload::now(|| self.registry.upgradable_read()))
+        self.registry.try_upgradable_read().unwrap_or_else(|| {
+            rocketmq_wire::server::offload::now(|| self.registry.upgradable_read())
+        })
     }
 
     /// The registry write-locked, as [`RouteTable::upgradable_locked`].
     fn write_locked(&self) -> RwLockWriteGuard<'_, Registry> {
         self.registry
             .try_write()
-            .unwrap_or_else(|| crate::offload::now(|| self.registry.write()))
+            .unwrap_or_else(|| rocketmq_wire::server::offload::now(|| self.registry.write()))
     }
 
     /// Changes the registry; what the change reports leaves the caches before the lock is

@@ -1,4 +1,4 @@
-//! TLS on the remoting port, with the Java NameServer's modes: `disabled` (TLS attempts are
+//! TLS on a remoting port, with the Java servers' modes: `disabled` (TLS attempts are
 //! closed), `permissive` (the default: a connection whose first byte is a TLS handshake is TLS,
 //! anything else plaintext) and `enforcing` (plaintext is closed). Certificates are reloaded
 //! when their files change; without configured files the server uses a self-signed
@@ -10,12 +10,13 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
+use rustls::ClientConfig;
 use rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::watch;
+use super::watch;
 
 /// The first byte of a TLS handshake record; no plaintext frame can start with it.
 pub const HANDSHAKE_BYTE: u8 = 0x16;
@@ -34,7 +35,7 @@ enum ClientAuth {
     Require,
 }
 
-/// TLS settings, under the property names the Java NameServer reads.
+/// TLS settings, under the property names the Java servers read.
 #[derive(Clone, Debug)]
 pub struct TlsSettings {
     pub mode: TlsMode,
@@ -42,8 +43,8 @@ pub struct TlsSettings {
     key_path: Option<PathBuf>,
     trust_cert_path: Option<PathBuf>,
     client_auth: ClientAuth,
-    /// What this NameServer trusts when it connects to its peers (`tls.client.trustCertPath`,
-    /// as Java's clients name it).
+    /// What this server trusts when it connects to the other members of its group
+    /// (`tls.client.trustCertPath`, as Java's clients name it).
     client_trust_cert_path: Option<PathBuf>,
 }
 
@@ -166,7 +167,7 @@ impl TlsSettings {
     /// whatever name it carries; with neither set, any certificate is (Java's test mode), and
     /// only the peer-address check guards the group. A server that asks for client certificates
     /// is shown this one's own.
-    fn peer_client_config(&self) -> Result<rustls::ClientConfig, TlsError> {
+    fn peer_client_config(&self) -> Result<ClientConfig, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let trust = self
             .client_trust_cert_path
@@ -192,12 +193,12 @@ impl TlsSettings {
             None => {
                 warn!(
                     "TLS to peers: no tls.client.trustCertPath or tls.server.trustCertPath, so any \
-                     certificate a peer shows is accepted; only peer addresses guard the KV group"
+                     certificate a peer shows is accepted; only peer addresses and a peer secret guard the group"
                 );
                 None
             }
         };
-        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
             .dangerous()
@@ -333,37 +334,13 @@ impl Tls {
         self.settings.mode
     }
 
-    /// How this NameServer connects to its peers (`namesrvPeers`): over TLS when its own port
-    /// takes only TLS, since theirs then do too; plaintext otherwise.
-    pub fn peer_connector(&self) -> Result<rocketmq_raft::Connect, TlsError> {
+    /// How this server connects to the other members of its group: over TLS when its own port
+    /// takes only TLS, since theirs then do too (`Some`); plaintext otherwise (`None`).
+    pub fn peer_client_config(&self) -> Result<Option<Arc<ClientConfig>>, TlsError> {
         if self.settings.mode != TlsMode::Enforcing {
-            return Ok(rocketmq_raft::plaintext());
+            return Ok(None);
         }
-        let config = Arc::new(self.settings.peer_client_config()?);
-        Ok(Arc::new(move |addr: String, source, deadline| {
-            let config = config.clone();
-            Box::pin(async move {
-                let tcp = rocketmq_wire::client::tcp_from(&addr, source, deadline)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let host = addr
-                    .rsplit_once(':')
-                    .map_or(addr.as_str(), |(h, _)| h)
-                    .trim_matches(['[', ']']);
-                let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-                let tls = tokio::time::timeout(
-                    deadline,
-                    tokio_rustls::TlsConnector::from(config).connect(name, tcp),
-                )
-                .await
-                .map_err(|_| "TLS handshake timed out".to_string())?
-                .map_err(|e| format!("TLS handshake: {e}"))?;
-                Ok(rocketmq_wire::client::Client::from_io_capped(
-                    tls,
-                    rocketmq_raft::PEER_FRAME_LIMIT,
-                ))
-            })
-        }))
+        Ok(Some(Arc::new(self.settings.peer_client_config()?)))
     }
 
     pub fn acceptor(&self) -> Option<TlsAcceptor> {

@@ -34,6 +34,10 @@ import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.netty.NettyClientConfig;
+import org.apache.rocketmq.remoting.netty.NettyRemotingClient;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RequestCode;
 import org.apache.rocketmq.remoting.protocol.body.BrokerMemberGroup;
 import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo;
 import org.apache.rocketmq.remoting.protocol.body.BrokerReplicasInfo.ReplicaIdentity;
@@ -133,6 +137,7 @@ public final class ControllerInterop {
             switch (argv[0]) {
                 case "await-healthy": it.awaitHealthy(Long.parseLong(args.getOrDefault("timeoutMs", "180000"))); break;
                 case "leader": it.printLeader(); break;
+                case "tls-only": it.tlsOnly(); break;
                 case "a": it.scenarioA(); break;
                 case "b": it.scenarioB(); break;
                 case "kill-master": it.killMaster(); break;
@@ -499,6 +504,35 @@ public final class ControllerInterop {
         String followers = controllers.stream().filter(c -> !c.addr.equals(leader)).map(c -> c.addr).collect(Collectors.joining(";"));
         System.out.println("LEADER " + leader);
         System.out.println("FOLLOWERS " + followers);
+    }
+
+    /**
+     * With tls.server.mode=enforcing on the controller nodes (CONTROLLER_TLS=1): every node answers this driver's
+     * admin client, which speaks TLS (-Dtls.enable=true), and closes a remoting client that speaks plaintext.
+     */
+    private void tlsOnly() throws Exception {
+        NettyClientConfig plainConfig = new NettyClientConfig();
+        plainConfig.setUseTLS(false);
+        NettyRemotingClient plain = new NettyRemotingClient(plainConfig);
+        plain.start();
+        try {
+            for (Node c : liveControllers()) {
+                GetMetaDataResponseHeader m = await(c.name + " answering over TLS", 30_000, () -> meta(c.addr));
+                log("%s over TLS: leader %s", c.name, m.getControllerLeaderAddress());
+                RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.CONTROLLER_GET_METADATA_INFO, null);
+                String answer;
+                try {
+                    RemotingCommand r = plain.invokeSync(c.addr, request, 3_000);
+                    answer = "code " + r.getCode();
+                } catch (Exception e) {
+                    answer = null;
+                    log("%s in plaintext: %s", c.name, e.getClass().getSimpleName());
+                }
+                check(answer == null, "%s answered a plaintext request (%s) although it takes only TLS", c, answer);
+            }
+        } finally {
+            plain.shutdown();
+        }
     }
 
     /** (a) One master elected, the sync-state set complete, the NameServer lists the master at id 0. */
