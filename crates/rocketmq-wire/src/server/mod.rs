@@ -97,11 +97,6 @@ impl DecodeBudget {
             kib,
         }
     }
-
-    /// KiB not claimed at the moment.
-    pub fn available_kib(&self) -> usize {
-        self.permits.available_permits()
-    }
 }
 
 /// How a port serves its connections.
