@@ -18,6 +18,18 @@ pub trait Field<'a>: Sized {
     fn write(&self, cmd: RemotingCommand, key: &str) -> RemotingCommand;
 }
 
+/// An optional field's value under `key`; left out when absent, as Java leaves out nulls.
+fn write_if_present(
+    value: Option<impl ToString>,
+    cmd: RemotingCommand,
+    key: &str,
+) -> RemotingCommand {
+    match value {
+        Some(v) => cmd.with_ext(key, v),
+        None => cmd,
+    }
+}
+
 impl<'a> Field<'a> for &'a str {
     fn read(cmd: &'a RemotingCommand, key: &'static str) -> Result<Self, HeaderError> {
         cmd.ext(key).ok_or(HeaderError::Missing(key))
@@ -32,10 +44,7 @@ impl<'a> Field<'a> for Option<&'a str> {
         Ok(cmd.ext(key))
     }
     fn write(&self, cmd: RemotingCommand, key: &str) -> RemotingCommand {
-        match self {
-            Some(v) => cmd.with_ext(key, v),
-            None => cmd,
-        }
+        write_if_present(self.as_ref(), cmd, key)
     }
 }
 
@@ -53,10 +62,7 @@ impl<'a> Field<'a> for Option<bool> {
         Ok(cmd.ext_bool(key))
     }
     fn write(&self, cmd: RemotingCommand, key: &str) -> RemotingCommand {
-        match self {
-            Some(v) => cmd.with_ext(key, v),
-            None => cmd,
-        }
+        write_if_present(self.as_ref(), cmd, key)
     }
 }
 
@@ -81,10 +87,7 @@ macro_rules! number_field {
                 Ok(cmd.ext(key).and_then(|text| text.parse().ok()))
             }
             fn write(&self, cmd: RemotingCommand, key: &str) -> RemotingCommand {
-                match self {
-                    Some(v) => cmd.with_ext(key, v),
-                    None => cmd,
-                }
+                write_if_present(self.as_ref(), cmd, key)
             }
         }
     )*};

@@ -177,28 +177,22 @@ impl<S: Service> Connection<'_, S> {
                     self.push(&response);
                 }
             }
-            Dispatch::Waits => {
+            dispatch @ (Dispatch::Waits | Dispatch::Blocking) => {
                 let Some(permit) = self.permit().await else {
                     return;
                 };
                 let (service, origin, tx) =
                     (self.service.clone(), self.origin, self.done.0.clone());
                 tokio::spawn(async move {
-                    if let Some(response) = service.serve(origin, &request).await {
-                        let _ = tx.send((response, permit)).await;
-                    }
-                });
-            }
-            Dispatch::Blocking => {
-                let Some(permit) = self.permit().await else {
-                    return;
-                };
-                let (service, origin, tx) =
-                    (self.service.clone(), self.origin, self.done.0.clone());
-                tokio::spawn(async move {
-                    let handled =
-                        tokio::task::spawn_blocking(move || service.handle(origin, &request)).await;
-                    if let Ok(Some(response)) = handled {
+                    let response = if dispatch == Dispatch::Waits {
+                        service.serve(origin, &request).await
+                    } else {
+                        tokio::task::spawn_blocking(move || service.handle(origin, &request))
+                            .await
+                            .ok()
+                            .flatten()
+                    };
+                    if let Some(response) = response {
                         // Never waits: the channel has room for every permit.
                         let _ = tx.send((response, permit)).await;
                     }
