@@ -319,10 +319,15 @@ pub fn load(path: &Path) -> Restored {
     }
 }
 
-/// Saves the snapshot; returns how long that took.
-fn save(state: &State, path: &Path) -> Duration {
+/// Saves the snapshot; returns how long that took. `yielding`: once the view is taken (under
+/// the table's lock, which must not wait on a thread the scheduler holds back), the encoding
+/// and the write yield the cores to everything else ([`yield_cores`]).
+fn save(state: &State, path: &Path, yielding: bool) -> Duration {
     let started = std::time::Instant::now();
     let captured = state.routes.read(capture);
+    if yielding {
+        yield_cores();
+    }
     let bytes = write(&captured);
     drop(captured);
     let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
@@ -396,14 +401,53 @@ pub fn spawn_writer(
                 saved_generation = generation;
                 saved_at = tokio::time::Instant::now();
                 unsaved_since = None;
-                let (state, path) = (state.clone(), path.clone());
-                if let Ok(took) = tokio::task::spawn_blocking(move || save(&state, &path)).await {
+                if let Some(took) = save_in_background(state.clone(), path.clone()).await {
                     last_took = took;
                 }
             }
         }
-        let _ = tokio::task::spawn_blocking(move || save(&state, &path)).await;
+        let _ = tokio::task::spawn_blocking(move || save(&state, &path, false)).await;
     })
+}
+
+/// One save on a thread of its own, so that the lower priority it takes ends with it.
+async fn save_in_background(state: Arc<State>, path: PathBuf) -> Option<Duration> {
+    let (took, saved) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("route-snapshot".into())
+        .spawn(move || {
+            let _ = took.send(save(&state, &path, true));
+        })
+        .map_err(|e| warn!("no thread to save the route snapshot: {e}"))
+        .ok()?;
+    saved.await.ok()
+}
+
+/// Lowers the calling thread's scheduling priority (nice 10: about a tenth of the share of a
+/// thread at the default). Encoding a large registry takes seconds of a core; during a
+/// registration storm that time would otherwise come out of the Raft groups' heartbeats and
+/// the KV writes waiting on them (a KV write reached 0.8 s with three NameServers on two
+/// cores), while the snapshot only needs the cores the rest leaves idle. Linux keeps nice per
+/// thread; elsewhere, or where the system refuses, the save runs at the default priority.
+fn yield_cores() {
+    #[cfg(target_os = "linux")]
+    {
+        const NICE: libc::c_int = 10;
+        // SAFETY: gettid has no preconditions; getpriority and setpriority on this thread's
+        // own id read and change only its own priority, and a failure is harmless (reported
+        // below). A thread already lower (a server started with nice) stays as it is.
+        let refused = unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            libc::getpriority(libc::PRIO_PROCESS, tid) < NICE
+                && libc::setpriority(libc::PRIO_PROCESS, tid, NICE) != 0
+        };
+        if refused {
+            tracing::debug!(
+                "the route snapshot runs at the default priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -417,6 +461,24 @@ mod tests {
             oldest_unsaved: oldest_unsaved.map(Duration::from_millis),
             last_took: Duration::from_millis(last_took),
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_save_yields_the_cores_on_its_own_thread_only() {
+        fn own_nice() -> libc::c_int {
+            // SAFETY: reads this thread's own priority.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        }
+        let before = own_nice();
+        let yielded = std::thread::spawn(|| {
+            yield_cores();
+            own_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(yielded, 10.max(before));
+        assert_eq!(own_nice(), before);
     }
 
     #[test]
