@@ -206,10 +206,6 @@ impl Registry {
         self.topics.len()
     }
 
-    pub fn topic_names(&self) -> impl Iterator<Item = &str> {
-        self.topics.iter().map(|(t, _)| t)
-    }
-
     pub fn topic_queues(&self) -> impl Iterator<Item = (&str, &TopicQueues)> {
         self.topics.iter()
     }
