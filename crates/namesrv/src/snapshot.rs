@@ -319,10 +319,12 @@ pub fn load(path: &Path) -> Restored {
     }
 }
 
-/// Saves the snapshot; returns how long that took. `yielding`: once the view is taken (under
-/// the table's lock, which must not wait on a thread the scheduler holds back), the encoding
-/// and the write yield the cores to everything else ([`yield_cores`]).
-fn save(state: &State, path: &Path, yielding: bool) -> Duration {
+/// Saves the snapshot; returns how long that took and whether it was large. `yielding`: once
+/// the view is taken (under the table's lock, which must not wait on a thread the scheduler
+/// holds back), the encoding and the write yield the cores to everything else
+/// ([`yield_cores`]); the memory is then given back by the caller, since giving it back locks
+/// the allocator's arenas, which no other thread should wait on a held-back one for.
+fn save(state: &State, path: &Path, yielding: bool) -> (Duration, bool) {
     let started = std::time::Instant::now();
     let captured = state.routes.read(capture);
     if yielding {
@@ -330,14 +332,15 @@ fn save(state: &State, path: &Path, yielding: bool) -> Duration {
     }
     let bytes = write(&captured);
     drop(captured);
-    let _trim = (bytes.len() > crate::memory::LARGE_WORK).then_some(crate::memory::ReleaseOnDrop);
+    let large = bytes.len() > crate::memory::LARGE_WORK;
+    let _trim = (large && !yielding).then_some(crate::memory::ReleaseOnDrop);
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");
     } else {
         state.metrics.snapshot_saved(started.elapsed());
     }
     drop(bytes);
-    started.elapsed()
+    (started.elapsed(), large)
 }
 
 /// Where the writer stands when it looks: what decides whether it saves now.
@@ -410,7 +413,8 @@ pub fn spawn_writer(
     })
 }
 
-/// One save on a thread of its own, so that the lower priority it takes ends with it.
+/// One save on a thread of its own, so that the lower priority it takes ends with it; how long
+/// it took.
 async fn save_in_background(state: Arc<State>, path: PathBuf) -> Option<Duration> {
     let (took, saved) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
@@ -420,7 +424,11 @@ async fn save_in_background(state: Arc<State>, path: PathBuf) -> Option<Duration
         })
         .map_err(|e| warn!("no thread to save the route snapshot: {e}"))
         .ok()?;
-    saved.await.ok()
+    let (took, large) = saved.await.ok()?;
+    if large {
+        let _ = tokio::task::spawn_blocking(crate::memory::release_free).await;
+    }
+    Some(took)
 }
 
 /// Lowers the calling thread's scheduling priority (nice 10: about a tenth of the share of a
