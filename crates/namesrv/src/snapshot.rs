@@ -319,11 +319,12 @@ pub fn load(path: &Path) -> Restored {
     }
 }
 
-/// Saves the snapshot; returns how long that took and whether it was large. `yielding`: once
-/// the view is taken (under the table's lock, which must not wait on a thread the scheduler
-/// holds back), the encoding and the write yield the cores to everything else
-/// ([`yield_cores`]); the memory is then given back by the caller, since giving it back locks
-/// the allocator's arenas, which no other thread should wait on a held-back one for.
+/// Saves the snapshot; returns how long that took and whether it was large enough that its
+/// memory is worth giving back, which is left to the caller: giving it back locks the
+/// allocator's arenas, which no other thread should wait on a held-back one for, and at
+/// shutdown it is not worth doing. `yielding`: once the view is taken (under the table's lock,
+/// which must not wait on a thread the scheduler holds back), the encoding and the write yield
+/// the cores to everything else ([`yield_cores`]).
 fn save(state: &State, path: &Path, yielding: bool) -> (Duration, bool) {
     let started = std::time::Instant::now();
     let captured = state.routes.read(capture);
@@ -333,7 +334,6 @@ fn save(state: &State, path: &Path, yielding: bool) -> (Duration, bool) {
     let bytes = write(&captured);
     drop(captured);
     let large = bytes.len() > crate::memory::LARGE_WORK;
-    let _trim = (large && !yielding).then_some(crate::memory::ReleaseOnDrop);
     if let Err(e) = write_atomically(path, &bytes) {
         warn!(path = %path.display(), "cannot write the route snapshot: {e}");
     } else {

@@ -373,9 +373,8 @@ public final class ControllerInterop {
             return;
         }
         if (r == null) {
-            TopicConfig tc = new TopicConfig(topic, 4, 4, 6);
             await("topic " + topic + " created on master " + v.masterAddr(), 30_000, () -> {
-                admin.createAndUpdateTopicConfig(v.masterAddr(), tc);
+                admin.createAndUpdateTopicConfig(v.masterAddr(), topicConfig());
                 return Boolean.TRUE;
             });
             log("created topic %s on master %s", topic, name(v.masterAddr()));
@@ -418,7 +417,12 @@ public final class ControllerInterop {
     private void resendTopicAfterLostSync(View v, String slave) throws Exception {
         System.out.println("WORKAROUND lost-topic-sync: slave " + name(slave) + " lacks " + topic + " after "
             + SLAVE_SYNC_MS + " ms of syncs from the master " + name(v.masterAddr()) + ": its config sent to the master again");
-        admin.createAndUpdateTopicConfig(v.masterAddr(), new TopicConfig(topic, 4, 4, 6));
+        admin.createAndUpdateTopicConfig(v.masterAddr(), topicConfig());
+    }
+
+    /** The scenarios' topic as it is created on the master, and sent again by the workaround above. */
+    private TopicConfig topicConfig() {
+        return new TopicConfig(topic, 4, 4, 6);
     }
 
     private long lastUnstick;
