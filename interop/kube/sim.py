@@ -859,6 +859,14 @@ def judge(sim):
         ok = False
     else:
         log(f"the consumer received all {result[1]} acknowledged messages")
+    # The brokers' role changes, as they logged them: a failover outside the failover scenario
+    # (a master flipped by the controller) is what failed sends and lost messages come from.
+    for b in sim.brokers:
+        path = os.path.join(sim.pvc_root, f"broker-{b.name}", "home", "logs", "rocketmqlogs", "broker.log")
+        if os.path.exists(path):
+            for line in open(path, errors="replace"):
+                if "Change broker [" in line:
+                    log(f"{b.name} role: {line.strip()[:220]}")
     if sim.impl == "rust":
         r = sim.client_java("kv-kept", f"ns={';'.join(sim.ns_names())}", f"file={sim.traffic_dir}/kv")
         log(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "kv-kept printed nothing")

@@ -22,6 +22,13 @@ const SEND_DEADLINE: Duration = Duration::from_secs(1);
 /// After a failed connect, beats for that leader are dropped for this long instead of each
 /// trying again; a new leader is tried at once.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// A link that has not answered for this long is asked to: the next beat goes as a request and
+/// its answer is awaited (within [`SEND_DEADLINE`]), and a link that does not answer is opened
+/// again, its name resolved again. A leader whose host vanished (its pod rescheduled to another
+/// address, under the same id and term) never closes the link, and beats sent without an answer
+/// would be taken by the local socket and lost for as long as TCP keeps trying, while the new
+/// leader hears none of the brokers that reach only the followers.
+const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 struct Beat {
     leader: u64,
@@ -60,13 +67,20 @@ impl Forwarder {
     }
 }
 
+/// The open link to the leader, and when it last proved to be alive.
+struct Link {
+    leader: u64,
+    client: Client,
+    answered: Instant,
+}
+
 async fn forward(
     mut beats: mpsc::Receiver<Beat>,
     source: Option<std::net::IpAddr>,
     connect: Connect,
     shutdown: CancellationToken,
 ) {
-    let mut link: Option<(u64, Client)> = None;
+    let mut link: Option<Link> = None;
     let mut unreachable: Option<(u64, Instant)> = None;
     loop {
         let beat = tokio::select! {
@@ -79,27 +93,39 @@ async fn forward(
         if unreachable.is_some_and(|(to, until)| to == beat.leader && Instant::now() < until) {
             continue;
         }
-        let client = match &link {
-            Some((to, client)) if *to == beat.leader => client.clone(),
-            _ => {
-                link = None;
-                match connect(beat.addr.clone(), source, CONNECT_DEADLINE).await {
-                    Ok(client) => {
-                        unreachable = None;
-                        link = Some((beat.leader, client.clone()));
-                        client
-                    }
-                    Err(e) => {
-                        tracing::debug!(leader = beat.leader, addr = %beat.addr, error = %e,
-                            "cannot reach the leader to forward heartbeats");
-                        unreachable = Some((beat.leader, Instant::now() + RETRY_AFTER));
-                        continue;
-                    }
+        if link.as_ref().is_none_or(|l| l.leader != beat.leader) {
+            link = None;
+            match connect(beat.addr.clone(), source, CONNECT_DEADLINE).await {
+                Ok(client) => {
+                    unreachable = None;
+                    link = Some(Link {
+                        leader: beat.leader,
+                        client,
+                        answered: Instant::now(),
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(leader = beat.leader, addr = %beat.addr, error = %e,
+                        "cannot reach the leader to forward heartbeats");
+                    unreachable = Some((beat.leader, Instant::now() + RETRY_AFTER));
+                    continue;
                 }
             }
+        }
+        let Some(open) = link.as_mut() else { continue };
+        let alive = if open.answered.elapsed() >= CHECK_EVERY {
+            let answered = open.client.invoke(beat.frame, SEND_DEADLINE).await.is_ok();
+            if answered {
+                open.answered = Instant::now();
+            }
+            answered
+        } else {
+            let sent = tokio::time::timeout(SEND_DEADLINE, open.client.send_oneway(beat.frame));
+            matches!(sent.await, Ok(Ok(())))
         };
-        let sent = tokio::time::timeout(SEND_DEADLINE, client.send_oneway(beat.frame)).await;
-        if !matches!(sent, Ok(Ok(()))) {
+        if !alive {
+            tracing::debug!(leader = beat.leader, addr = %beat.addr,
+                "the link to the leader for forwarded heartbeats is gone; opening another");
             link = None;
         }
     }
@@ -110,10 +136,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    use futures::StreamExt;
+    use futures::{SinkExt, StreamExt};
     use rocketmq_wire::frame::RemotingCodec;
     use tokio::net::TcpListener;
-    use tokio_util::codec::FramedRead;
+    use tokio_util::codec::{FramedRead, FramedWrite};
 
     use super::*;
     use crate::raft::codes;
@@ -188,6 +214,66 @@ mod tests {
             })
             .await
         );
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+
+    /// A leader stand-in that answers every request it reads, counting its connections.
+    async fn answering_leader() -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let c = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let (read, write) = stream.into_split();
+                    let mut read = FramedRead::new(read, RemotingCodec::new(1 << 20));
+                    let mut write = FramedWrite::new(write, RemotingCodec::new(1 << 20));
+                    while let Some(Ok(req)) = read.next().await {
+                        if !req.is_oneway() {
+                            let answer = RemotingCommand::response_to(&req, 0);
+                            if write.send(answer).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (addr, connections)
+    }
+
+    /// Sends a beat every 50 ms for `how_long`.
+    async fn beat_for(forwarder: &Forwarder, addr: &str, how_long: Duration) {
+        let end = Instant::now() + how_long;
+        while Instant::now() < end {
+            forwarder.send(1, addr.to_string(), beat());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_link_the_leader_no_longer_answers_on_is_opened_again() {
+        // The stand-in reads the beats and never answers, as a link to a host that vanished
+        // takes what is written and says nothing.
+        let (addr, connections, frames) = counting_leader().await;
+        let forwarder =
+            Forwarder::start(None, rocketmq_raft::plaintext(), CancellationToken::new());
+        beat_for(&forwarder, &addr, CHECK_EVERY + SEND_DEADLINE * 2).await;
+        assert!(frames.load(Ordering::SeqCst) > 0);
+        assert!(
+            connections.load(Ordering::SeqCst) >= 2,
+            "the silent link was kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_link_the_leader_answers_on_is_kept() {
+        let (addr, connections) = answering_leader().await;
+        let forwarder =
+            Forwarder::start(None, rocketmq_raft::plaintext(), CancellationToken::new());
+        beat_for(&forwarder, &addr, CHECK_EVERY * 2 + SEND_DEADLINE).await;
         assert_eq!(connections.load(Ordering::SeqCst), 1);
     }
 

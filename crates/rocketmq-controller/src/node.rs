@@ -294,7 +294,8 @@ impl Controller {
         if leader == self_id {
             return;
         }
-        let mut forwarded = RemotingCommand::request(codes::FORWARDED_HEARTBEAT).oneway();
+        // Sent oneway, or as a request now and then to prove the link alive: the forwarder picks.
+        let mut forwarded = RemotingCommand::request(codes::FORWARDED_HEARTBEAT);
         forwarded.ext_fields = heartbeat.ext_fields.clone();
         self.forwarder.send(leader, addr, forwarded);
     }

@@ -262,8 +262,13 @@ impl Client {
         }
     }
 
-    /// Sends a oneway request; no response is expected.
+    /// Sends a oneway request; no response is expected. Refused once the peer has closed the
+    /// connection: its end is gone, and what is written after its close would be taken by the
+    /// local socket and lost without an error (a peer whose host vanished never resets it).
     pub async fn send_oneway(&self, request: RemotingCommand) -> Result<(), ClientError> {
+        if self.pending.lock().unwrap().is_none() {
+            return Err(ClientError::Closed);
+        }
         let mut request = request.oneway();
         request.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
         self.outbound
@@ -325,5 +330,34 @@ const BUFFER_KEPT: usize = 64 * 1024;
 fn release_if_large(buf: &mut bytes::BytesMut) {
     if buf.is_empty() && buf.capacity() > BUFFER_KEPT {
         *buf = bytes::BytesMut::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_oneway_send_is_refused_once_the_peer_closed_the_connection() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = Client::connect(addr).await.unwrap();
+        let (peer, _) = listener.accept().await.unwrap();
+        assert!(client
+            .send_oneway(RemotingCommand::request(1))
+            .await
+            .is_ok());
+        drop(peer);
+        // The close reaches the reader in its own time.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut refused = false;
+        while !refused && std::time::Instant::now() < deadline {
+            refused = client
+                .send_oneway(RemotingCommand::request(1))
+                .await
+                .is_err();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(refused, "oneway sends still taken after the peer closed");
     }
 }
