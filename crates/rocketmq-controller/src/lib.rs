@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::ControllerConfig;
 pub use heartbeat::LiveView;
-pub use node::{Controller, ControllerView, MemberView};
+pub use node::{Controller, ControllerView, MemberView, UNHEARD_MASTER_GRACE};
 pub use recent::Happening;
 pub use replicated::GroupView;
 

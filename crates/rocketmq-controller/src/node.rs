@@ -26,6 +26,14 @@ use rocketmq_wire::RemotingCommand;
 
 pub use crate::replicated::code as response;
 
+/// How long a leader counts a group's master it has never heard as alive, from when it began to
+/// lead. Brokers find a group that moved late: a JVM keeps what a name resolved to for 30 s
+/// (`networkaddress.cache.ttl`) and a failed lookup for 10 s (the negative cache), so after
+/// every node restarted at new addresses (a StatefulSet's pods deleted together) a live master
+/// can go unheard by every node for that long. A master heard once is judged by its heartbeats
+/// as always; only one that died while the whole group was down is failed over this late.
+pub const UNHEARD_MASTER_GRACE: Duration = Duration::from_secs(40);
+
 /// Raft timing, by default (`controllerRaftHeartbeatIntervalMs`, `controllerElectionTimeoutMs`).
 /// openraft 0.9 makes a follower that knows a leader wait the longest election timeout (its view
 /// of the leader's lease) plus its own random one, 1 + 0.75..1 s here (and up to a 375 ms tick),
@@ -352,13 +360,12 @@ impl Controller {
         self.group.read(f).await
     }
 
-    /// The facts of a broker name's live members, fixed into an election command.
     /// The live members of a broker group, as elections and registrations weigh them. A leader
-    /// that has led for less than one heartbeat timeout has not heard every broker yet: when the
-    /// whole group restarted (a StatefulSet's pods deleted at once, back at new addresses), a
-    /// master that is only late (its JVM still resolves the nodes' names to the old pods for up
-    /// to 30 s) would lose to the member heard first, and clients would send to a slave until
-    /// their next route update. Until then a master this node has never heard counts as alive.
+    /// that has led for less than [`UNHEARD_MASTER_GRACE`] may not have heard every broker yet:
+    /// when the whole group restarted (a StatefulSet's pods deleted at once, back at new
+    /// addresses), a master that is only late would lose to the member heard first, and clients
+    /// would send to a slave until their next route update. Until then a master this node has
+    /// never heard counts as alive.
     pub fn live_of(&self, broker_name: &str) -> BTreeMap<i64, crate::replicated::LiveBroker> {
         let mut live = self.live_table().live_of(broker_name, Instant::now());
         if let Some((master, epoch)) = self.unheard_master(broker_name) {
@@ -376,14 +383,36 @@ impl Controller {
         self.live_of(broker_name).into_keys().collect()
     }
 
-    /// The group's master, while this node leads but has not led for a heartbeat timeout and has
-    /// never heard that master (see `live_of`).
+    /// The group's master, while this node leads but has not led for [`UNHEARD_MASTER_GRACE`]
+    /// and has never heard that master (see `live_of`).
     fn unheard_master(&self, broker_name: &str) -> Option<(i64, i32)> {
-        if !self.is_leader() || self.settled_leader() {
+        if !self.keeps_unheard_masters() {
             return None;
         }
         let (master, epoch) = self.group.applied().read().state.master_of(broker_name)?;
         (!self.live_table().ever_heard(broker_name, master)).then_some((master, epoch))
+    }
+
+    /// Every group's master that counts as alive though this node has never heard it (see
+    /// `live_of`), by broker name.
+    fn unheard_masters(&self) -> Vec<(String, i64)> {
+        if !self.keeps_unheard_masters() {
+            return Vec::new();
+        }
+        let masters = self.group.applied().read().state.masters();
+        let live = self.live_table();
+        masters
+            .into_iter()
+            .filter(|(name, id)| !live.ever_heard(name, *id))
+            .collect()
+    }
+
+    fn keeps_unheard_masters(&self) -> bool {
+        self.is_leader()
+            && self
+                .group
+                .leading_for()
+                .is_some_and(|t| t < UNHEARD_MASTER_GRACE)
     }
 
     pub fn elect_unclean(&self) -> bool {
@@ -629,9 +658,12 @@ async fn scan_inactive_masters(controller: Arc<Controller>) {
         if !controller.settled_leader() {
             continue;
         }
+        let unheard = controller.unheard_masters();
         let names = {
             let active = controller.active_brokers();
-            let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
+            let alive = |c: &str, n: &str, id: i64| {
+                active.contains(c, n, id) || unheard.iter().any(|(un, uid)| un == n && *uid == id)
+            };
             controller
                 .group
                 .applied()

@@ -768,6 +768,14 @@ impl ControllerState {
             .map(|g| g.cluster_name.as_str())
     }
 
+    /// Each group's master, by broker name, for the groups that have one.
+    pub fn masters(&self) -> Vec<(String, i64)> {
+        self.groups
+            .iter()
+            .filter_map(|(name, g)| g.master_broker_id.map(|id| (name.clone(), id)))
+            .collect()
+    }
+
     /// (master id, master epoch) while the group has a master.
     pub fn master_of(&self, broker_name: &str) -> Option<(i64, i32)> {
         let group = self.groups.get(broker_name)?;
