@@ -373,8 +373,9 @@ public final class ControllerInterop {
             return;
         }
         if (r == null) {
+            TopicConfig tc = new TopicConfig(topic, 4, 4, 6);
             await("topic " + topic + " created on master " + v.masterAddr(), 30_000, () -> {
-                admin.createAndUpdateTopicConfig(v.masterAddr(), topicConfig());
+                admin.createAndUpdateTopicConfig(v.masterAddr(), tc);
                 return Boolean.TRUE;
             });
             log("created topic %s on master %s", topic, name(v.masterAddr()));
@@ -389,15 +390,15 @@ public final class ControllerInterop {
                 continue;
             }
             long since = System.currentTimeMillis();
-            boolean[] resent = {false};
+            boolean[] nudged = {false};
             // Room for the workaround below and the slave's next sync after it.
             await("slave " + name(r.getBrokerAddress()) + " has topic " + topic, 45_000, () -> {
                 try {
                     return admin.examineTopicConfig(r.getBrokerAddress(), topic);
                 } catch (Exception e) {
-                    if (!resent[0] && System.currentTimeMillis() - since > SLAVE_SYNC_MS) {
-                        resent[0] = true;
-                        resendTopicAfterLostSync(v, r.getBrokerAddress());
+                    if (!nudged[0] && System.currentTimeMillis() - since > SLAVE_SYNC_MS) {
+                        nudged[0] = true;
+                        nudgeVersionAfterLostSync(v, r.getBrokerAddress());
                     }
                     throw e;
                 }
@@ -416,17 +417,12 @@ public final class ControllerInterop {
      * another topic on the master moves it (the same config sent again does not: a 5.5 broker takes an unchanged
      * config as a no-op); the slave takes the whole table at its next sync. Printed as a WORKAROUND line.
      */
-    private void resendTopicAfterLostSync(View v, String slave) throws Exception {
+    private void nudgeVersionAfterLostSync(View v, String slave) throws Exception {
         String nudge = topic + "-sync";
         System.out.println("WORKAROUND lost-topic-sync: slave " + name(slave) + " lacks " + topic + " after "
             + SLAVE_SYNC_MS + " ms of syncs from the master " + name(v.masterAddr()) + ": topic " + nudge
             + " created on the master to move its version");
         admin.createAndUpdateTopicConfig(v.masterAddr(), new TopicConfig(nudge, 1, 1, 6));
-    }
-
-    /** The scenarios' topic as it is created on the master. */
-    private TopicConfig topicConfig() {
-        return new TopicConfig(topic, 4, 4, 6);
     }
 
     private long lastUnstick;
