@@ -10,7 +10,6 @@ use crate::command::{ExtFields, RemotingCommand};
 
 pub const ACCESS_KEY: &str = "AccessKey";
 pub const SIGNATURE: &str = "Signature";
-pub const SECURITY_TOKEN: &str = "SecurityToken";
 
 fn mac(ext: Option<&ExtFields>, body: Option<&[u8]>, secret_key: &str) -> Hmac<Sha1> {
     let mut mac =

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::command::RemotingCommand;
-use crate::frame::RemotingCodec;
+use crate::frame::{release_if_large, RemotingCodec};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -309,28 +309,11 @@ pub async fn tcp_from(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
         }))
     };
-    let stream = match tokio::time::timeout(deadline, connect).await {
-        Ok(stream) => stream?,
-        Err(_) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "connect timed out",
-            ))
-        }
-    };
+    let stream = tokio::time::timeout(deadline, connect)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
     stream.set_nodelay(true)?;
     Ok(stream)
-}
-
-/// What a connection's buffer may keep between frames.
-const BUFFER_KEPT: usize = 64 * 1024;
-
-/// Gives an emptied buffer's memory back once a large frame made it large: a connection that
-/// once carried megabytes would otherwise hold them for its whole life.
-fn release_if_large(buf: &mut bytes::BytesMut) {
-    if buf.is_empty() && buf.capacity() > BUFFER_KEPT {
-        *buf = bytes::BytesMut::new();
-    }
 }
 
 #[cfg(test)]

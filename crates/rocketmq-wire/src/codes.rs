@@ -196,7 +196,6 @@ pub mod response {
 pub mod version {
     /// REGISTER_BROKER bodies are a RegisterBrokerBody from this version on.
     pub const V3_0_11: i32 = 37;
-    pub const V4_5_2: i32 = 317;
     /// Route bodies use standard JSON from this version on.
     pub const V4_9_4: i32 = 401;
     /// Compressed register bodies carry the static-topic mapping section from this version on.
@@ -265,8 +264,6 @@ const LANGUAGE_NAMES: [&str; 14] = [
 
 impl LanguageCode {
     pub const JAVA: LanguageCode = LanguageCode(0);
-    pub const GO: LanguageCode = LanguageCode(9);
-    pub const RUST: LanguageCode = LanguageCode(12);
 
     pub fn from_code(code: u8) -> Option<Self> {
         ((code as usize) < LANGUAGE_NAMES.len()).then_some(LanguageCode(code))

@@ -71,12 +71,9 @@ impl RemotingCommand {
     /// A response to `request`: same opaque, response flag, no header fields.
     pub fn response_to(request: &RemotingCommand, code: i32) -> Self {
         RemotingCommand {
-            code,
-            language: Some(LanguageCode::JAVA),
-            version: version::CURRENT,
             opaque: request.opaque,
             flag: FLAG_RESPONSE,
-            ..Default::default()
+            ..Self::request(code)
         }
     }
 

@@ -72,6 +72,17 @@ pub fn decode_payload(mut payload: Bytes) -> Result<RemotingCommand, FrameError>
     Ok(cmd)
 }
 
+/// What a connection's buffer may keep between frames.
+const BUFFER_KEPT: usize = 64 * 1024;
+
+/// Gives an emptied buffer's memory back once a large frame made it large: a connection that
+/// once carried megabytes would otherwise hold them for its whole life.
+pub(crate) fn release_if_large(buf: &mut BytesMut) {
+    if buf.is_empty() && buf.capacity() > BUFFER_KEPT {
+        *buf = BytesMut::new();
+    }
+}
+
 /// The whole frame of `cmd` on its own, for peers that write bytes to a socket themselves.
 pub fn frame_bytes(cmd: &RemotingCommand) -> Vec<u8> {
     let mut buf = BytesMut::new();

@@ -38,21 +38,16 @@ pub fn encode_json(cmd: &RemotingCommand, out: &mut BytesMut) {
 }
 
 /// The header as well-behaved peers write it; anything else takes the lenient path.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 struct StrictHeader {
-    #[serde(default)]
     code: i32,
-    #[serde(default)]
     language: Option<StrictLanguage>,
-    #[serde(default)]
     version: i32,
-    #[serde(default)]
     opaque: i32,
-    #[serde(default)]
     flag: i32,
-    #[serde(default)]
     remark: Option<String>,
-    #[serde(default, rename = "extFields")]
+    #[serde(rename = "extFields")]
     ext_fields: Option<StrictExtFields>,
 }
 
@@ -145,8 +140,7 @@ pub fn decode_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
             flag: h.flag,
             remark: h.remark,
             ext_fields: h.ext_fields.map(|e| e.0),
-            body: None,
-            ser_type: SerializeType::Json,
+            ..Default::default()
         });
     }
     // The lenient reader builds a tree of tens of times the header's size: only plausible
@@ -173,21 +167,18 @@ fn decode_lenient_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
     };
     let language = language(obj.present("language"));
     let remark = obj.opt_string("remark").map_err(|e| bad(e.to_string()))?;
-    let ext_fields = match obj
+    let mut ext_fields = None;
+    if let Some(map) = obj
         .opt_object("extFields")
         .map_err(|e| bad(e.to_string()))?
     {
-        None => None,
-        Some(map) => {
-            let mut ext = ExtFields::new();
-            for (k, v) in map {
-                if let Some(v) = ext_value(k, v.clone())? {
-                    ext.insert(k.clone(), v);
-                }
+        let ext = ext_fields.insert(ExtFields::new());
+        for (k, v) in map {
+            if let Some(v) = ext_value(k, v.clone())? {
+                ext.insert(k.clone(), v);
             }
-            Some(ext)
         }
-    };
+    }
     Ok(RemotingCommand {
         code: int("code")?,
         language,
@@ -196,8 +187,7 @@ fn decode_lenient_json(header: &[u8]) -> Result<RemotingCommand, FrameError> {
         flag: int("flag")?,
         remark,
         ext_fields,
-        body: None,
-        ser_type: SerializeType::Json,
+        ..Default::default()
     })
 }
 
@@ -207,13 +197,9 @@ pub fn encode_binary(cmd: &RemotingCommand, out: &mut BytesMut) {
     out.put_i16(cmd.version as i16);
     out.put_i32(cmd.opaque);
     out.put_i32(cmd.flag);
-    match cmd.remark.as_deref().filter(|r| !r.is_empty()) {
-        Some(r) => {
-            out.put_i32(r.len() as i32);
-            out.put_slice(r.as_bytes());
-        }
-        None => out.put_i32(0),
-    }
+    let remark = cmd.remark.as_deref().unwrap_or_default();
+    out.put_i32(remark.len() as i32);
+    out.put_slice(remark.as_bytes());
     let ext_len: usize = cmd
         .ext_fields
         .iter()
@@ -245,11 +231,9 @@ fn binary_string(buf: &mut &[u8], len: usize, what: &str) -> Result<Option<Strin
 }
 
 fn need(buf: &[u8], n: usize) -> Result<(), FrameError> {
-    if buf.len() < n {
-        Err(bad("binary header truncated"))
-    } else {
-        Ok(())
-    }
+    (buf.len() >= n)
+        .then_some(())
+        .ok_or_else(|| bad("binary header truncated"))
 }
 
 pub fn decode_binary(mut buf: &[u8]) -> Result<RemotingCommand, FrameError> {

@@ -14,12 +14,12 @@ pub trait PropertyValue: Sized {
     fn render(&self) -> Option<String>;
 }
 
-/// Java parses numbers without trimming: a trailing space makes the value invalid.
-macro_rules! numeric_property_value {
-    ($($t:ty),*) => {$(
+/// Values that list as their text, each with how Java converts it.
+macro_rules! property_value {
+    ($($t:ty => |$text:ident| $parse:expr;)*) => {$(
         impl PropertyValue for $t {
-            fn parse(text: &str) -> Option<Self> {
-                text.parse().ok()
+            fn parse($text: &str) -> Option<Self> {
+                $parse
             }
             fn render(&self) -> Option<String> {
                 Some(self.to_string())
@@ -28,24 +28,13 @@ macro_rules! numeric_property_value {
     )*};
 }
 
-numeric_property_value!(i32, i64, u64);
-
-impl PropertyValue for bool {
-    fn parse(text: &str) -> Option<Self> {
-        Some(text.eq_ignore_ascii_case("true"))
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl PropertyValue for String {
-    fn parse(text: &str) -> Option<Self> {
-        Some(text.trim().to_string())
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.clone())
-    }
+property_value! {
+    // Java parses numbers without trimming: a trailing space makes the value invalid.
+    i32 => |text| text.parse().ok();
+    i64 => |text| text.parse().ok();
+    u64 => |text| text.parse().ok();
+    bool => |text| Some(text.eq_ignore_ascii_case("true"));
+    String => |text| Some(text.trim().to_string());
 }
 
 impl PropertyValue for Option<String> {
@@ -70,8 +59,7 @@ pub enum Binding {
 
 /// Declares a settings struct from a table of `"javaKey" => field: Type = default;` rows. The
 /// struct gets `with_defaults(args)` (the defaults may use the arguments), `set(key, value)`
-/// binding one property, `entries()` listing every key with its rendered value, `KEYS`, and
-/// `is_known_key`.
+/// binding one property, `entries()` listing every key with its rendered value, and `KEYS`.
 #[macro_export]
 macro_rules! key_table {
     (
@@ -111,10 +99,6 @@ macro_rules! key_table {
             /// Every key with its value as a listing shows it (`None`: unset).
             pub fn entries(&self) -> Vec<(&'static str, Option<String>)> {
                 vec![$(($key, $crate::key_table::PropertyValue::render(&self.$field)),)*]
-            }
-
-            pub fn is_known_key(key: &str) -> bool {
-                matches!(key, $($key)|*)
             }
         }
     };
@@ -214,7 +198,6 @@ mod tests {
         assert!(s.on);
         assert_eq!(s.set("other", "x"), Binding::Unknown);
         assert_eq!(Sample::KEYS, ["count", "limit", "name", "on"]);
-        assert!(Sample::is_known_key("limit") && !Sample::is_known_key("other"));
         assert_eq!(
             s.entries(),
             [

@@ -1,6 +1,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{as_object, parse_object, BrokerData};
+use super::{as_object, parse_object, strings_of, BrokerData};
 use crate::error::BodyError;
 use crate::json::{JsonStyle, JsonWriter, ObjectExt};
 
@@ -39,15 +39,8 @@ impl ClusterInfo {
             info.broker_addr_table.insert(name.clone(), bd);
         }
         for (cluster, names) in obj.opt_object("clusterAddrTable")?.into_iter().flatten() {
-            let names = names
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|n| n.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            info.cluster_addr_table.insert(cluster.clone(), names);
+            info.cluster_addr_table
+                .insert(cluster.clone(), strings_of(names));
         }
         Ok(info)
     }

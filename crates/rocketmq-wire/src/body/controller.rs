@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::route::numeric_map;
+use super::route::broker_addrs;
 use super::{as_object, parse_object, parse_peer_object, BrokerMemberGroup};
 use crate::error::BodyError;
 use crate::headers::controller::NotifyBrokerRoleChangedRequestHeader;
 use crate::headers::RequestHeader;
-use crate::json::{parse_value_bounded, value_as_i64, value_as_string};
+use crate::json::{parse_value_bounded, value_as_i64};
 use crate::json::{JsonStyle, JsonWriter, ObjectExt};
 use crate::RemotingCommand;
 
@@ -91,19 +91,11 @@ impl ElectMasterResponseBody {
         let obj = parse_object(body, "ElectMasterResponseBody")?;
         let broker_member_group = match obj.opt_object("brokerMemberGroup")? {
             None => None,
-            Some(group) => {
-                let mut broker_addrs = BTreeMap::new();
-                if let Some(addrs) = group.opt_object("brokerAddrs")? {
-                    for (id, addr) in numeric_map(addrs, "brokerAddrs")? {
-                        broker_addrs.insert(id, value_as_string("brokerAddrs", &addr)?);
-                    }
-                }
-                Some(BrokerMemberGroup {
-                    cluster: group.opt_string("cluster")?.unwrap_or_default(),
-                    broker_name: group.opt_string("brokerName")?.unwrap_or_default(),
-                    broker_addrs,
-                })
-            }
+            Some(group) => Some(BrokerMemberGroup {
+                cluster: group.opt_string("cluster")?.unwrap_or_default(),
+                broker_name: group.opt_string("brokerName")?.unwrap_or_default(),
+                broker_addrs: broker_addrs(group)?,
+            }),
         };
         let sync_state_set = match obj.opt_array("syncStateSet")? {
             Some(ids) => id_set("syncStateSet", ids)?,

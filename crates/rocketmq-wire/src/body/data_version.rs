@@ -1,7 +1,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::BodyError;
-use crate::json::{parse_value_bounded, JsonStyle, JsonWriter, ObjectExt};
+use crate::json::{JsonStyle, JsonWriter, ObjectExt};
 
 /// A broker's topic-config version; brokers and the NameServer compare all three fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -26,24 +26,10 @@ impl DataVersion {
 
     /// Brokers send the three numbers; anything else is read leniently if it is small.
     pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Numbers {
-            counter: Option<i64>,
-            state_version: Option<i64>,
-            timestamp: Option<i64>,
+        if let Some(v) = crate::json::parse_strict::<super::register_strict::Version>(body) {
+            return Ok(v.into_data_version());
         }
-        if let Some(n) = crate::json::parse_strict::<Numbers>(body) {
-            return Ok(DataVersion {
-                counter: n.counter.unwrap_or(0),
-                state_version: n.state_version.unwrap_or(0),
-                timestamp: n.timestamp.unwrap_or_else(crate::clock::now_ms),
-            });
-        }
-        match parse_value_bounded(body, "DataVersion")? {
-            Value::Object(obj) => Self::from_object(&obj),
-            _ => Err(BodyError::Format("DataVersion is not an object".into())),
-        }
+        Self::from_object(&super::parse_peer_object(body, "DataVersion")?)
     }
 
     pub fn write(&self, w: &mut JsonWriter) {

@@ -54,3 +54,14 @@ pub(crate) fn as_object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, 
     v.as_object()
         .ok_or_else(|| BodyError::Format(format!("{what} is not a JSON object")))
 }
+
+/// The strings of a JSON array, anything else in it left out; not an array: none.
+pub(crate) fn strings_of<C: FromIterator<String> + Default>(v: &Value) -> C {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

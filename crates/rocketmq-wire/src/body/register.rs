@@ -61,9 +61,8 @@ impl TopicConfig {
         let d = TopicConfig::default();
         let topic_filter_type = match obj.present("topicFilterType") {
             Some(Value::Number(n)) if n.as_i64() == Some(1) => "MULTI_TAG".to_string(),
-            Some(Value::Number(_)) => d.topic_filter_type.clone(),
+            Some(Value::Number(_)) | None => d.topic_filter_type.clone(),
             Some(v) => value_as_string("topicFilterType", v)?,
-            None => d.topic_filter_type.clone(),
         };
         let mut attributes = BTreeMap::new();
         for (k, v) in obj.opt_object("attributes")?.into_iter().flatten() {
@@ -181,10 +180,8 @@ pub struct TopicConfigWrapper {
 
 impl TopicConfigWrapper {
     fn from_object(obj: &Map<String, Value>) -> Result<Self, BodyError> {
-        let data_version = match obj.opt_object("dataVersion")? {
-            Some(dv) => DataVersion::from_object(dv)?,
-            None => DataVersion::from_object(&Map::new())?,
-        };
+        let data_version =
+            DataVersion::from_object(obj.opt_object("dataVersion")?.unwrap_or(&Map::new()))?;
         let mut topic_configs = Vec::new();
         for tc in obj
             .opt_object("topicConfigTable")?
@@ -414,33 +411,25 @@ impl RegisterBrokerBody {
 
     /// The zlib form a 4.x broker sends with `compressedRegister`, for protocol `version`.
     pub fn encode_compressed(&self, version: i32) -> Vec<u8> {
-        let mut raw = Vec::new();
-        let mut put = |bytes: &[u8]| {
+        fn put(raw: &mut Vec<u8>, bytes: &[u8]) {
             raw.put_i32(bytes.len() as i32);
             raw.extend_from_slice(bytes);
-        };
-        put(&self.wrapper.data_version.encode());
-        let mut rest = Vec::new();
-        rest.put_i32(self.wrapper.topic_configs.len() as i32);
+        }
+        let mut raw = Vec::new();
+        put(&mut raw, &self.wrapper.data_version.encode());
+        raw.put_i32(self.wrapper.topic_configs.len() as i32);
         for tc in &self.wrapper.topic_configs {
-            let line = tc.encode_line();
-            rest.put_i32(line.len() as i32);
-            rest.extend_from_slice(line.as_bytes());
+            put(&mut raw, tc.encode_line().as_bytes());
         }
         let mut w = JsonWriter::new(JsonStyle::Fastjson);
         w.string_array(self.filter_server_list.iter().flatten().map(String::as_str));
-        let filters = w.finish();
-        rest.put_i32(filters.len() as i32);
-        rest.extend_from_slice(&filters);
+        put(&mut raw, &w.finish());
         if version >= version::V5_0_0 {
-            rest.put_i32(self.wrapper.mapping_info.len() as i32);
+            raw.put_i32(self.wrapper.mapping_info.len() as i32);
             for (_, info) in &self.wrapper.mapping_info {
-                let json = info.encode();
-                rest.put_i32(json.len() as i32);
-                rest.extend_from_slice(&json);
+                put(&mut raw, &info.encode());
             }
         }
-        raw.extend_from_slice(&rest);
         let mut enc = ZlibEncoder::new(Vec::new(), Compression::best());
         enc.write_all(&raw).expect("writing to a Vec cannot fail");
         enc.finish().expect("writing to a Vec cannot fail")

@@ -102,63 +102,49 @@ struct Entry {
 }
 
 impl TableRead {
-    /// Reads the JSON register body `body` (protocol 3.0.11 or later, uncompressed) against
+    /// Reads the JSON register body `bytes` (protocol 3.0.11 or later, uncompressed) against
     /// the index of the same broker's previous table, or in full without one. `None` when the
     /// body is not in the shape Java brokers write: the caller reads it the ordinary way.
-    pub fn read(body: &[u8], previous: Option<&TableIndex>) -> Option<Result<Self, BodyError>> {
-        read(body, previous)
-    }
-}
+    pub fn read(bytes: &[u8], previous: Option<&TableIndex>) -> Option<Result<Self, BodyError>> {
+        // Not validated as UTF-8 as a whole: the entries decoded are, as the rest is; the runs
+        // stepped over are byte for byte ones that were.
+        let open = find_table(bytes)?;
+        let mut walk = Walk {
+            bytes,
+            previous: previous.map_or(&[][..], |p| &p.blocks[..]),
+            previous_names: previous.map_or(&[][..], |p| &p.names[..]),
+            ..Default::default()
+        };
+        let close = walk.entries(open + 1)?;
 
-fn read(body: &[u8], previous: Option<&TableIndex>) -> Option<Result<TableRead, BodyError>> {
-    // Not validated as UTF-8 as a whole: the entries decoded are, as the rest is; the runs
-    // stepped over are byte for byte ones that were.
-    let bytes = body;
-    let open = find_table(bytes)?;
-    let mut walk = Walk {
-        bytes,
-        previous: previous.map_or(&[][..], |p| &p.blocks[..]),
-        previous_names: previous.map_or(&[][..], |p| &p.names[..]),
-        next: 0,
-        next_name: 0,
-        blocks: Vec::new(),
-        names: Vec::new(),
-        carried_names: 0,
-        decoded: Vec::new(),
-        decoded_names: Vec::new(),
-        run: Vec::new(),
-        listed: 0,
-        unindexable: false,
-    };
-    let close = walk.entries(open + 1)?;
-
-    // The rest of the body, with an empty table in its place, read by the typed reader.
-    let mut rest = Vec::with_capacity(open + 2 + bytes.len() - close);
-    rest.extend_from_slice(&bytes[..open]);
-    rest.extend_from_slice(b"{}");
-    rest.extend_from_slice(&bytes[close..]);
-    let mut outside = match register_strict::register_body(&rest)? {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e)),
-    };
-    if !outside.wrapper.topic_configs.is_empty() {
-        // A second table under an escaped key: only the ordinary reader sees both.
-        return None;
+        // The rest of the body, with an empty table in its place, read by the typed reader.
+        let mut rest = Vec::with_capacity(open + 2 + bytes.len() - close);
+        rest.extend_from_slice(&bytes[..open]);
+        rest.extend_from_slice(b"{}");
+        rest.extend_from_slice(&bytes[close..]);
+        let mut outside = match register_strict::register_body(&rest)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        if !outside.wrapper.topic_configs.is_empty() {
+            // A second table under an escaped key: only the ordinary reader sees both.
+            return None;
+        }
+        let partial = previous.is_some();
+        let listed = walk.listed;
+        let index = match walk.finish(partial) {
+            Listing::Unique(index) => Some(index),
+            Listing::Twice if partial => return None,
+            Listing::Twice | Listing::Unindexed => None,
+        };
+        outside.wrapper.topic_configs = walk.decoded;
+        Some(Ok(TableRead {
+            body: outside,
+            listed,
+            partial,
+            index,
+        }))
     }
-    let partial = previous.is_some();
-    let listed = walk.listed;
-    let index = match walk.finish(partial) {
-        Listing::Unique(index) => Some(index),
-        Listing::Twice if partial => return None,
-        Listing::Twice | Listing::Unindexed => None,
-    };
-    outside.wrapper.topic_configs = walk.decoded;
-    Some(Ok(TableRead {
-        body: outside,
-        listed,
-        partial,
-        index,
-    }))
 }
 
 enum Listing {
@@ -168,6 +154,7 @@ enum Listing {
     Unindexed,
 }
 
+#[derive(Default)]
 struct Walk<'a> {
     bytes: &'a [u8],
     previous: &'a [Block],

@@ -57,7 +57,7 @@ struct Body<'a> {
     topic_config_serialize_wrapper: Option<Wrapper<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Wrapper<'a> {
     data_version: Option<Version>,
@@ -69,9 +69,9 @@ pub(super) struct Wrapper<'a> {
     topic_queue_mapping_info_map: Option<BTreeMap<String, &'a RawValue>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Version {
+pub(super) struct Version {
     counter: Option<i64>,
     state_version: Option<i64>,
     timestamp: Option<i64>,
@@ -91,7 +91,7 @@ pub(super) struct Config {
 }
 
 impl Version {
-    fn into_data_version(self) -> DataVersion {
+    pub(super) fn into_data_version(self) -> DataVersion {
         DataVersion {
             counter: self.counter.unwrap_or(0),
             state_version: self.state_version.unwrap_or(0),
@@ -132,14 +132,7 @@ impl Wrapper<'_> {
             }
         }
         Ok(TopicConfigWrapper {
-            data_version: self
-                .data_version
-                .unwrap_or(Version {
-                    counter: None,
-                    state_version: None,
-                    timestamp: None,
-                })
-                .into_data_version(),
+            data_version: self.data_version.unwrap_or_default().into_data_version(),
             topic_configs: self
                 .topic_config_table
                 .into_iter()
@@ -153,16 +146,10 @@ impl Wrapper<'_> {
 /// The JSON register body, if it is in the shape Java brokers write.
 pub(super) fn register_body(body: &[u8]) -> Option<Result<RegisterBrokerBody, BodyError>> {
     let parsed: Body = parse_strict(body)?;
-    let wrapper = match parsed.topic_config_serialize_wrapper {
-        Some(w) => w.into_wrapper(),
-        None => Ok(TopicConfigWrapper {
-            data_version: DataVersion {
-                timestamp: crate::clock::now_ms(),
-                ..Default::default()
-            },
-            ..Default::default()
-        }),
-    };
+    let wrapper = parsed
+        .topic_config_serialize_wrapper
+        .unwrap_or_default()
+        .into_wrapper();
     Some(wrapper.map(|wrapper| RegisterBrokerBody {
         wrapper,
         filter_server_list: parsed.filter_server_list.unwrap_or(Some(Vec::new())),

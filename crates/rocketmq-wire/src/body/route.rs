@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{as_object, parse_object, parse_peer_object};
+use super::{as_object, parse_object, parse_peer_object, strings_of};
 use crate::error::BodyError;
 use crate::json::{JsonStyle, JsonWriter, ObjectExt};
 
@@ -70,6 +70,17 @@ pub(super) fn numeric_map(
     Ok(out)
 }
 
+/// A group's `brokerAddrs`: member ids, quoted or bare, to addresses.
+pub(super) fn broker_addrs(obj: &Map<String, Value>) -> Result<BTreeMap<i64, String>, BodyError> {
+    let Some(addrs) = obj.opt_object("brokerAddrs")? else {
+        return Ok(BTreeMap::new());
+    };
+    numeric_map(addrs, "brokerAddrs")?
+        .into_iter()
+        .map(|(id, addr)| Ok((id, crate::json::value_as_string("brokerAddrs", &addr)?)))
+        .collect()
+}
+
 impl QueueData {
     pub fn from_object(obj: &Map<String, Value>) -> Result<Self, BodyError> {
         Ok(QueueData {
@@ -102,16 +113,10 @@ impl BrokerData {
     }
 
     pub fn from_object(obj: &Map<String, Value>) -> Result<Self, BodyError> {
-        let mut broker_addrs = BTreeMap::new();
-        if let Some(addrs) = obj.opt_object("brokerAddrs")? {
-            for (id, addr) in numeric_map(addrs, "brokerAddrs")? {
-                broker_addrs.insert(id, crate::json::value_as_string("brokerAddrs", &addr)?);
-            }
-        }
         Ok(BrokerData {
             cluster: required_string(obj, "cluster")?,
             broker_name: required_string(obj, "brokerName")?,
-            broker_addrs,
+            broker_addrs: broker_addrs(obj)?,
             enable_acting_master: obj.bool_or("enableActingMaster", false)?,
             zone_name: obj.opt_string("zoneName")?,
         })
@@ -201,15 +206,9 @@ impl TopicRouteData {
                 .push(BrokerData::from_object(as_object(bd, "BrokerData")?)?);
         }
         for (addr, list) in obj.opt_object("filterServerTable")?.into_iter().flatten() {
-            let servers = list
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            route.filter_server_table.insert(addr.clone(), servers);
+            route
+                .filter_server_table
+                .insert(addr.clone(), strings_of(list));
         }
         if let Some(mapping) = obj.opt_object("topicQueueMappingByBroker")? {
             let mut out = BTreeMap::new();

@@ -111,10 +111,7 @@ pub fn parsed_if_present<'a, T: Field<'a>>(
     cmd: &'a RemotingCommand,
     key: &'static str,
 ) -> Result<Option<T>, HeaderError> {
-    match cmd.ext(key) {
-        None => Ok(None),
-        Some(_) => T::read(cmd, key).map(Some),
-    }
+    cmd.ext(key).map(|_| T::read(cmd, key)).transpose()
 }
 
 /// An optional number that must parse when present, surrounding spaces allowed (ours: typed by
@@ -123,17 +120,14 @@ pub fn trimmed_if_present(
     cmd: &RemotingCommand,
     key: &'static str,
 ) -> Result<Option<i64>, HeaderError> {
-    match cmd.ext(key) {
-        None => Ok(None),
-        Some(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| HeaderError::NotANumber {
+    cmd.ext(key)
+        .map(|text| {
+            text.trim().parse().map_err(|_| HeaderError::NotANumber {
                 field: key,
                 text: text.to_string(),
-            }),
-    }
+            })
+        })
+        .transpose()
 }
 
 /// Declares a header: the struct, and its [`super::RequestHeader`] (`: request CODE`, a name in

@@ -112,23 +112,10 @@ impl Parser<'_> {
     /// A run of characters up to a delimiter: an unquoted key, a number or a literal.
     fn bare_word(&mut self) -> Result<&str, LenientError> {
         let start = self.pos;
-        while let Some(c) = self.peek() {
-            if matches!(
-                c,
-                b':' | b','
-                    | b'{'
-                    | b'}'
-                    | b'['
-                    | b']'
-                    | b'"'
-                    | b'\''
-                    | b' '
-                    | b'\t'
-                    | b'\n'
-                    | b'\r'
-            ) {
-                break;
-            }
+        while self
+            .peek()
+            .is_some_and(|c| !b":,{}[]\"' \t\n\r".contains(&c))
+        {
             self.pos += 1;
         }
         if start == self.pos {

@@ -6,10 +6,8 @@ use crate::error::BodyError;
 
 /// Parses a body as strict JSON first (the common case, and fast), then as fastjson's dialect.
 pub fn parse_value(input: &[u8]) -> Result<Value, BodyError> {
-    match serde_json::from_slice(input) {
-        Ok(v) => Ok(v),
-        Err(_) => super::parse_lenient(input).map_err(|e| BodyError::Json(e.to_string())),
-    }
+    serde_json::from_slice(input)
+        .or_else(|_| super::parse_lenient(input).map_err(|e| BodyError::Json(e.to_string())))
 }
 
 /// The largest input read into a tree (`serde_json::Value`) where a peer chooses the input: a

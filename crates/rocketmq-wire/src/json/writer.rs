@@ -1,4 +1,4 @@
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// The two JSON dialects Java peers exchange.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,10 +34,6 @@ impl JsonWriter {
             first: Vec::new(),
             after_key: false,
         }
-    }
-
-    pub fn style(&self) -> JsonStyle {
-        self.style
     }
 
     pub fn finish(self) -> Vec<u8> {
@@ -201,23 +197,13 @@ impl JsonWriter {
                 None => {
                     let mut units = [0u16; 2];
                     for unit in c.encode_utf16(&mut units) {
-                        let _ = write!(Buf(&mut self.buf), "\\u{unit:04X}");
+                        let _ = write!(self.buf, "\\u{unit:04X}");
                     }
                 }
             }
         }
         self.buf.extend_from_slice(&s.as_bytes()[start..]);
         self.buf.push(b'"');
-    }
-}
-
-/// Lets `write!` format numbers straight into the byte buffer.
-struct Buf<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for Buf<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
     }
 }
 

@@ -12,10 +12,10 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::frames::{Frame, FrameReader, BUFFER_KEPT, SMALL_FRAME};
+use super::frames::{Frame, FrameReader, SMALL_FRAME};
 use super::{offload, DecodeBudget, Dispatch, Origin, Service};
 use crate::error::FrameError;
-use crate::frame::{decode_payload, encode_frame, payload_header_len};
+use crate::frame::{decode_payload, encode_frame, payload_header_len, release_if_large};
 use crate::listener::ConnectionBounds;
 use crate::RemotingCommand;
 
@@ -45,27 +45,20 @@ impl<S: Service> Serving<'_, S> {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let Serving {
-            service,
-            origin,
-            close,
-            bounds,
-            budget,
-            first_frame_by,
-        } = self;
+        let (origin, bounds) = (self.origin, self.bounds);
         let mut conn = Connection {
-            service,
+            service: self.service,
             origin,
             out: BytesMut::with_capacity(4096),
             off_reader: Arc::new(Semaphore::new(OFF_READER_IN_FLIGHT)),
             done: mpsc::channel(OFF_READER_IN_FLIGHT),
         };
-        let mut frames = FrameReader::new(read, bounds.max_frame, budget);
-        let mut deadline = first_frame_by;
+        let mut frames = FrameReader::new(read, bounds.max_frame, self.budget);
+        let mut deadline = self.first_frame_by;
         'serve: loop {
             tokio::select! {
                 biased;
-                _ = close.cancelled() => break,
+                _ = self.close.cancelled() => break,
                 frame = frames.next() => {
                     let mut frame = frame;
                     loop {
@@ -114,9 +107,7 @@ impl<S: Service> Serving<'_, S> {
                     Ok(Ok(())) => {
                         conn.out.clear();
                         // A large answer (a topic list, a peer's pull) leaves its buffer behind.
-                        if conn.out.capacity() > BUFFER_KEPT {
-                            conn.out = BytesMut::with_capacity(4096);
-                        }
+                        release_if_large(&mut conn.out);
                         deadline = deadline.max(Instant::now() + bounds.idle);
                     }
                     _ => return,

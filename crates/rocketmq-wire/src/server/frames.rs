@@ -29,8 +29,6 @@ const MIN_LARGE_WEIGHT_KIB: usize = 10 * 1024;
 
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
-/// An idle connection's buffer larger than this is given back.
-pub const BUFFER_KEPT: usize = 64 * 1024;
 
 /// A frame as read: small ones decoded, large ones still raw with their claim on the budget.
 pub enum Frame {
@@ -121,8 +119,6 @@ impl<'b, R: AsyncRead + Unpin> FrameReader<'b, R> {
     /// A large frame (a registration) leaves its buffer behind; brokers send one every 30 s,
     /// and keeping it in between pins megabytes per broker connection.
     pub fn shrink_when_idle(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > BUFFER_KEPT {
-            self.buf = BytesMut::new();
-        }
+        crate::frame::release_if_large(&mut self.buf);
     }
 }

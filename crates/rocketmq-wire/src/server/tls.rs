@@ -112,11 +112,11 @@ impl TlsSettings {
         Ok(settings)
     }
 
-    fn watched_files(&self) -> Vec<&Path> {
+    fn watched_files(&self) -> Vec<PathBuf> {
         [&self.cert_path, &self.key_path, &self.trust_cert_path]
             .into_iter()
             .flatten()
-            .map(PathBuf::as_path)
+            .cloned()
             .collect()
     }
 
@@ -130,37 +130,23 @@ impl TlsSettings {
         let builder =
             ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
                 .with_safe_default_protocol_versions()
-                .map_err(|e| TlsError::Config(e.to_string()))?;
+                .map_err(config_error)?;
         let builder = match (&self.trust_cert_path, self.client_auth) {
             (Some(trust), auth) if auth != ClientAuth::None => {
-                let mut roots = RootCertStore::empty();
-                for cert in read_certs(trust)? {
-                    roots
-                        .add(cert)
-                        .map_err(|e| TlsError::Config(e.to_string()))?;
-                }
-                let verifier = WebPkiClientVerifier::builder(Arc::new(roots));
+                let verifier = WebPkiClientVerifier::builder(Arc::new(read_roots(trust)?));
                 let verifier = if auth == ClientAuth::Optional {
                     verifier.allow_unauthenticated()
                 } else {
                     verifier
                 };
-                builder.with_client_cert_verifier(
-                    verifier
-                        .build()
-                        .map_err(|e| TlsError::Config(e.to_string()))?,
-                )
+                builder.with_client_cert_verifier(verifier.build().map_err(config_error)?)
             }
             _ => builder.with_no_client_auth(),
         };
-        let config = builder
-            .with_single_cert(certs, key)
-            .map_err(|e| TlsError::Config(e.to_string()))?;
+        let config = builder.with_single_cert(certs, key).map_err(config_error)?;
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
-}
 
-impl TlsSettings {
     /// The client side of peer connections. Peers are named by address, which their
     /// certificates need not list (Java's TLS clients check no name either): a certificate is
     /// accepted when it chains to `tls.client.trustCertPath` (else `tls.server.trustCertPath`),
@@ -174,22 +160,14 @@ impl TlsSettings {
             .as_ref()
             .or(self.trust_cert_path.as_ref());
         let chain = match trust {
-            Some(path) => {
-                let mut roots = RootCertStore::empty();
-                for cert in read_certs(path)? {
-                    roots
-                        .add(cert)
-                        .map_err(|e| TlsError::Config(e.to_string()))?;
-                }
-                Some(
-                    rustls::client::WebPkiServerVerifier::builder_with_provider(
-                        Arc::new(roots),
-                        provider.clone(),
-                    )
-                    .build()
-                    .map_err(|e| TlsError::Config(e.to_string()))?,
+            Some(path) => Some(
+                rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(read_roots(path)?),
+                    provider.clone(),
                 )
-            }
+                .build()
+                .map_err(config_error)?,
+            ),
             None => {
                 warn!(
                     "TLS to peers: no tls.client.trustCertPath or tls.server.trustCertPath, so any \
@@ -200,13 +178,13 @@ impl TlsSettings {
         };
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Config(e.to_string()))?
+            .map_err(config_error)?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(PeerVerifier { chain, provider }));
         match (&self.cert_path, &self.key_path) {
             (Some(cert), Some(key)) => builder
                 .with_client_auth_cert(read_certs(cert)?, read_key(key)?)
-                .map_err(|e| TlsError::Config(e.to_string())),
+                .map_err(config_error),
             _ => Ok(builder.with_no_client_auth()),
         }
     }
@@ -301,11 +279,23 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
         })
 }
 
+/// The certificates of `path` as the roots a verifier trusts.
+fn read_roots(path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for cert in read_certs(path)? {
+        roots.add(cert).map_err(config_error)?;
+    }
+    Ok(roots)
+}
+
+fn config_error(e: impl std::fmt::Display) -> TlsError {
+    TlsError::Config(e.to_string())
+}
+
 fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
-        .map_err(|e| TlsError::Config(e.to_string()))?;
-    let key = PrivateKeyDer::try_from(cert.key_pair.serialize_der())
-        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["localhost".into()]).map_err(config_error)?;
+    let key = PrivateKeyDer::try_from(cert.key_pair.serialize_der()).map_err(config_error)?;
     Ok((vec![cert.cert.der().clone()], key))
 }
 
@@ -366,12 +356,7 @@ impl Tls {
         if self.settings.mode == TlsMode::Disabled {
             return;
         }
-        let files = self
-            .settings
-            .watched_files()
-            .into_iter()
-            .map(Path::to_path_buf)
-            .collect();
+        let files = self.settings.watched_files();
         watch::on_change(files, shutdown, move || match self.settings.build() {
             Ok(acceptor) => {
                 *self.acceptor.write() = Some(acceptor);
