@@ -291,26 +291,6 @@ impl Entry {
         self
     }
 
-    /// A copy that carries no topics.
-    pub fn clone_without_topics(&self) -> Entry {
-        Entry {
-            seq: self.seq,
-            at: self.at,
-            cause: self.cause,
-            broker: self.broker.clone(),
-            cluster: self.cluster.clone(),
-            addr: self.addr.clone(),
-            id: self.id,
-            silent_ms: self.silent_ms,
-            timeout_ms: self.timeout_ms,
-            by: self.by.clone(),
-            detail: self.detail.clone(),
-            topics: Vec::new(),
-            more_topics: self.more_topics,
-            packed: Packed::default(),
-        }
-    }
-
     /// Moves its packed moves into `topics`.
     pub fn unpack(&mut self) {
         if !self.packed.is_empty() {

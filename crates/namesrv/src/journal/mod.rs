@@ -436,7 +436,7 @@ fn write_loop(
                     let mut shelf = shelf.lock();
                     for mut e in entries {
                         e.unpack();
-                        if let Err(e) = writer.write(&mut shelf, &e) {
+                        if let Err(e) = writer.write(&mut shelf, e) {
                             dropped.fetch_add(1, Ordering::Relaxed);
                             if !failing {
                                 tracing::error!("route journal: cannot write: {e}");

@@ -7,6 +7,7 @@
 //! are created exclusively (never through a planted link), read without following links, and
 //! only names of our own pattern are read or deleted.
 
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
@@ -25,57 +26,39 @@ pub const LINE_MOVES: usize = 4096;
 
 /// Topics that moved alike on one line: the same group, the same queues before and after. A
 /// broker's first registration of 10k topics with the same queues is then its topics' names,
-/// not 10k copies of the same queues.
-#[derive(Deserialize)]
-struct Moved {
-    broker: String,
+/// not 10k copies of the same queues. Written borrowing the names, read owning them.
+#[derive(Serialize, Deserialize)]
+struct Moved<'a> {
+    broker: Cow<'a, str>,
     was: Option<QueuesNote>,
     now: Option<QueuesNote>,
-    topics: Vec<String>,
+    topics: Vec<Cow<'a, str>>,
 }
 
 /// A line on disk: an entry with its topics grouped by how they moved.
-#[derive(Deserialize)]
-struct Line {
+#[derive(Serialize, Deserialize)]
+struct Line<'a> {
     #[serde(flatten)]
     head: Entry,
-    #[serde(default)]
-    moved: Vec<Moved>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    moved: Vec<Moved<'a>>,
 }
 
-/// [`Moved`] as written: borrowing the names, which a first registration has 10k of.
-#[derive(Serialize)]
-struct MovedOut<'a> {
-    broker: &'a str,
-    was: Option<QueuesNote>,
-    now: Option<QueuesNote>,
-    topics: Vec<&'a str>,
-}
-
-/// [`Line`] as written.
-#[derive(Serialize)]
-struct LineOut<'a> {
-    #[serde(flatten)]
-    head: Entry,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    moved: Vec<MovedOut<'a>>,
-}
-
-fn grouped(moves: &[Move]) -> Vec<MovedOut<'_>> {
-    let mut groups: Vec<MovedOut<'_>> = Vec::new();
+fn grouped(moves: &[Move]) -> Vec<Moved<'_>> {
+    let mut groups: Vec<Moved<'_>> = Vec::new();
     let mut at: foldhash::HashMap<(&str, Option<QueuesNote>, Option<QueuesNote>), usize> =
         Default::default();
     for m in moves {
         let i = *at.entry((&m.broker, m.was, m.now)).or_insert_with(|| {
-            groups.push(MovedOut {
-                broker: &m.broker,
+            groups.push(Moved {
+                broker: m.broker.as_str().into(),
                 was: m.was,
                 now: m.now,
                 topics: Vec::new(),
             });
             groups.len() - 1
         });
-        groups[i].topics.push(&m.topic);
+        groups[i].topics.push(m.topic.as_str().into());
     }
     groups
 }
@@ -90,8 +73,8 @@ pub fn read_line(line: &[u8]) -> Option<Entry> {
     for group in moved {
         head.topics
             .extend(group.topics.into_iter().map(|topic| Move {
-                topic,
-                broker: group.broker.clone(),
+                topic: topic.into_owned(),
+                broker: group.broker.to_string(),
                 was: group.was,
                 now: group.now,
             }));
@@ -295,12 +278,14 @@ impl Writer {
     }
 
     /// Writes `entry` as lines, rolling to a new segment when the current one is full.
-    pub fn write(&mut self, shelf: &mut Shelf, entry: &Entry) -> std::io::Result<()> {
-        let total = entry.topics.len() + entry.more_topics;
-        let chunks: Vec<&[super::entry::Move]> = if entry.topics.is_empty() {
+    pub fn write(&mut self, shelf: &mut Shelf, mut entry: Entry) -> std::io::Result<()> {
+        // Taken out once: the lines' heads are copies of what is left, which carries no topics.
+        let topics = std::mem::take(&mut entry.topics);
+        let total = topics.len() + entry.more_topics;
+        let chunks: Vec<&[Move]> = if topics.is_empty() {
             vec![&[]]
         } else {
-            entry.topics.chunks(LINE_MOVES).collect()
+            topics.chunks(LINE_MOVES).collect()
         };
         for chunk in chunks {
             if self.file.is_none()
@@ -311,10 +296,10 @@ impl Writer {
             {
                 self.roll(shelf, entry.seq)?;
             }
-            let line = LineOut {
+            let line = Line {
                 head: Entry {
                     more_topics: total - chunk.len(),
-                    ..entry.clone_without_topics()
+                    ..entry.clone()
                 },
                 moved: grouped(chunk),
             };
@@ -425,7 +410,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut shelf = Shelf::default();
         let mut w = Writer::new(dir.path().into(), 1 << 30);
-        w.write(&mut shelf, &entry(1, LINE_MOVES * 2 + 5)).unwrap();
+        w.write(&mut shelf, entry(1, LINE_MOVES * 2 + 5)).unwrap();
         w.flush().unwrap();
         let bytes = fs::read(&shelf.segments[0].path).unwrap();
         let lines: Vec<Entry> = parse_lines(&bytes).map(|l| l.unwrap().0).collect();
@@ -450,7 +435,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut shelf = Shelf::default();
         let mut w = Writer::new(dir.path().into(), 1 << 30);
-        w.write(&mut shelf, &entry(7, 1)).unwrap();
+        w.write(&mut shelf, entry(7, 1)).unwrap();
         w.flush().unwrap();
         let path = shelf.segments[0].path.clone();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
@@ -477,7 +462,7 @@ mod tests {
             let mut shelf = Shelf::default();
             let mut w = Writer::new(dir.path().into(), 1 << 30);
             for (seq, topics) in sizes.iter().enumerate() {
-                w.write(&mut shelf, &entry(seq as u64 + 1, *topics)).unwrap();
+                w.write(&mut shelf, entry(seq as u64 + 1, *topics)).unwrap();
             }
             w.flush().unwrap();
             let path = shelf.segments[0].path.clone();
@@ -499,7 +484,7 @@ mod tests {
         let mut shelf = Shelf::default();
         let mut w = Writer::new(dir.path().into(), 2_000);
         for seq in 1..=200 {
-            w.write(&mut shelf, &entry(seq, 3)).unwrap();
+            w.write(&mut shelf, entry(seq, 3)).unwrap();
             w.flush().unwrap();
             trim(&mut shelf, &w, 10_000, i64::MAX, 0);
         }
