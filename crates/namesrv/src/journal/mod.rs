@@ -83,7 +83,6 @@ pub struct Stats {
 }
 
 struct Inner {
-    dir: PathBuf,
     /// The next sequence number and the writer's queue, taken together so that numbers
     /// follow the queue's order. `None` once closed.
     send: Mutex<Option<(u64, mpsc::Sender<Msg>)>>,
@@ -109,7 +108,7 @@ impl Tally {
     fn read(&self) -> Vec<(Cause, u64)> {
         Cause::ALL
             .iter()
-            .map(|c| (*c, self.0[*c as usize].load(Ordering::Relaxed)))
+            .map(|&(c, _)| (c, self.0[c as usize].load(Ordering::Relaxed)))
             .collect()
     }
 }
@@ -146,10 +145,9 @@ impl Journal {
         // Numbers go on from the last one found, so that they stay in order across restarts.
         let next_seq = shelf.last_seq + 1;
         let segment_bytes = (cap / 8).max(256 << 10);
-        let writer = Writer::new(dir.clone(), segment_bytes);
+        let writer = Writer::new(dir, segment_bytes);
         segments::trim(
             &mut shelf,
-            &writer,
             cap,
             limits.max_age_ms,
             rocketmq_wire::clock::now_ms(),
@@ -166,7 +164,6 @@ impl Journal {
         };
         Ok(Journal {
             inner: Some(Inner {
-                dir,
                 send: Mutex::new(Some((next_seq, tx))),
                 shelf,
                 queued,
@@ -362,11 +359,6 @@ impl Journal {
         }
     }
 
-    /// Where its files are.
-    pub fn dir(&self) -> Option<&std::path::Path> {
-        self.inner.as_ref().map(|i| i.dir.as_path())
-    }
-
     /// Topics that left a group's route, by cause, since start.
     pub fn removals(&self) -> Vec<(Cause, u64)> {
         self.removals.read()
@@ -467,7 +459,6 @@ fn write_loop(
             let mut shelf = shelf.lock();
             segments::trim(
                 &mut shelf,
-                &writer,
                 cap,
                 limits.max_age_ms,
                 rocketmq_wire::clock::now_ms(),

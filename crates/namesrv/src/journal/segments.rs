@@ -97,6 +97,7 @@ fn key_of(kind: u8, name: &str) -> u64 {
 }
 
 /// One segment file, as the index knows it.
+#[derive(Default)]
 pub struct Segment {
     pub path: PathBuf,
     pub bytes: u64,
@@ -111,11 +112,7 @@ impl Segment {
     fn new(path: PathBuf) -> Self {
         Segment {
             path,
-            bytes: 0,
-            lines: 0,
-            first_at: None,
-            last_at: None,
-            keys: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -258,6 +255,7 @@ pub fn create_segment(dir: &Path, first_seq: u64) -> std::io::Result<(PathBuf, F
 }
 
 /// The current segment and what it was given since the last flush.
+#[derive(Default)]
 pub struct Writer {
     dir: PathBuf,
     file: Option<File>,
@@ -270,10 +268,8 @@ impl Writer {
     pub fn new(dir: PathBuf, segment_bytes: u64) -> Self {
         Writer {
             dir,
-            file: None,
-            buf: Vec::new(),
             segment_bytes,
-            dirty: false,
+            ..Default::default()
         }
     }
 
@@ -360,17 +356,12 @@ impl Writer {
             self.dirty = false;
         }
     }
-
-    /// Whether `path` is the segment being written.
-    pub fn is_current(&self, shelf: &Shelf, index: usize) -> bool {
-        self.file.is_some() && index + 1 == shelf.segments.len()
-    }
 }
 
 /// Deletes the oldest segments while the journal is over `max_bytes` or a segment's newest
-/// line is older than `max_age_ms`; never the one being written.
-pub fn trim(shelf: &mut Shelf, writer: &Writer, max_bytes: u64, max_age_ms: i64, now_ms: i64) {
-    while shelf.segments.len() > 1 && !writer.is_current(shelf, 0) {
+/// line is older than `max_age_ms`; never the last, the one being written.
+pub fn trim(shelf: &mut Shelf, max_bytes: u64, max_age_ms: i64, now_ms: i64) {
+    while shelf.segments.len() > 1 {
         let oldest = &shelf.segments[0];
         let too_big = shelf.bytes() > max_bytes;
         let too_old = oldest.last_at.is_none_or(|t| now_ms - t > max_age_ms);
@@ -486,13 +477,13 @@ mod tests {
         for seq in 1..=200 {
             w.write(&mut shelf, entry(seq, 3)).unwrap();
             w.flush().unwrap();
-            trim(&mut shelf, &w, 10_000, i64::MAX, 0);
+            trim(&mut shelf, 10_000, i64::MAX, 0);
         }
         assert!(shelf.bytes() <= 10_000 + 2_000, "{}", shelf.bytes());
         let on_disk = fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(on_disk, shelf.segments.len());
         let now = shelf.segments.last().unwrap().last_at.unwrap() + 10;
-        trim(&mut shelf, &w, u64::MAX, 5, now);
+        trim(&mut shelf, u64::MAX, 5, now);
         assert_eq!(shelf.segments.len(), 1, "only the current one is left");
     }
 }
