@@ -164,15 +164,9 @@ impl Request<'_> {
         };
         let _trim = large.then_some(ReleaseOnDrop);
         let read = read?;
-        let from = apply.from();
         let header = &self.header;
         let registration = Registration {
-            from: Registrant {
-                cluster: from.cluster.clone(),
-                broker_addr: from.broker_addr.clone(),
-                broker_name: from.broker_name.clone(),
-                ..*from
-            },
+            from: apply.from().clone(),
             ha_server_addr: header.ha_server_addr.unwrap_or_default().to_string(),
             zone_name: header.zone_name.map(String::from),
             timeout_ms: header.heartbeat_timeout_millis,

@@ -25,9 +25,6 @@ pub struct Unregistration {
     /// The member's registration number when the removal was decided (0: none); see
     /// [`Registry::unregistration`]. [`UNFENCED`] removes whatever is there.
     pub seen: u64,
-    /// Said by the broker (UNREGISTER_BROKER) rather than concluded here (connection closed,
-    /// expired): it has left every NameServer, and peers are told so.
-    pub announced: bool,
     /// Why it leaves, for the route journal.
     pub why: Why,
 }
@@ -49,6 +46,12 @@ pub enum Why {
 }
 
 impl Why {
+    /// Said by the broker (UNREGISTER_BROKER) rather than concluded here (connection closed,
+    /// expired): it has left every NameServer, and peers are told so.
+    fn announced(self) -> bool {
+        matches!(self, Why::Unregistered | Why::LeftAtPeer)
+    }
+
     fn cause(self) -> Cause {
         match self {
             Why::Unregistered => Cause::Unregistered,
@@ -127,7 +130,6 @@ impl Registry {
             broker_name: broker_name.to_string(),
             broker_id,
             seen: self.member_seq(broker_name, broker_addr),
-            announced: true,
             why: Why::Unregistered,
         }
     }
@@ -238,7 +240,7 @@ impl Registry {
             } else {
                 reduced.insert(req.broker_name.clone());
             }
-            if self.drop_live_if_unheld(&addr_key, req.announced)
+            if self.drop_live_if_unheld(&addr_key, req.why.announced())
                 && self.filter_servers.remove(&addr_key).is_some()
             {
                 self.changes.shared = true;
@@ -333,7 +335,6 @@ impl Registry {
                 if *addr == live_key.addr {
                     let mut leaving =
                         self.unregistration(&live_key.cluster, addr, &bd.broker_name, *id);
-                    leaving.announced = false;
                     leaving.why = Why::ConnectionClosed;
                     out.push(leaving);
                 }
@@ -385,11 +386,7 @@ impl Registry {
     /// Connection `conn` closed: the removals of every broker still registered on it (one that
     /// registered again on another connection is not).
     pub fn closed(&mut self, conn: ConnId) -> Vec<Unregistration> {
-        let keys = self.registered_on(conn);
-        if keys.is_empty() {
-            return Vec::new();
-        }
-        self.departures(&keys)
+        self.departures(&self.registered_on(conn))
     }
 
     /// Brokers whose deadline passed at `now_ms`, and their removals, decided together: a
@@ -472,7 +469,6 @@ impl Registry {
                         broker_name: bd.broker_name.clone(),
                         broker_id: *id,
                         seen: UNFENCED,
-                        announced: false,
                         why: Why::Unbacked,
                     });
                 }
@@ -537,7 +533,6 @@ impl Registry {
                 .unregistrations_for(&k)
                 .into_iter()
                 .map(|u| Unregistration {
-                    announced: true,
                     why: Why::LeftAtPeer,
                     ..u
                 })

@@ -148,7 +148,10 @@ impl World {
             Op::Register { conn, counter } => self.decide(|table, oracle| {
                 let registration = registration(member, conn, counter, oracle.now_ms);
                 let fingerprint = (conn as u128) << 64 | counter as u128;
-                if table.repeat(&registration.from, fingerprint).is_none() {
+                if table
+                    .change(|r| r.repeat(&registration.from, fingerprint))
+                    .is_none()
+                {
                     table.register(registration, RegisterPolicy::default(), fingerprint);
                 }
                 oracle.facts.push(Fact::Registered {

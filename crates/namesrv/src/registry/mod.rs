@@ -120,14 +120,9 @@ impl Apply<'_> {
 pub struct Applied(Option<(RegisterOutcome, Option<MinIdNotice>)>);
 
 /// A registration read whole was refused, which only a difference may be.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("a whole registration was refused")]
 pub struct WholeRefused;
-
-impl std::fmt::Display for WholeRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a whole registration was refused")
-    }
-}
 
 /// What [`RouteTable::register_broker`] did.
 #[derive(Debug)]
@@ -314,7 +309,7 @@ impl RouteTable {
     ) -> Result<Registered, R::Error> {
         // Brokers re-register their whole table every 30 s, nearly always unchanged: such a
         // registration is not decoded again.
-        if let Some(outcome) = self.repeat(from, fingerprint) {
+        if let Some(outcome) = self.change(|r| r.repeat(from, fingerprint)) {
             return Ok(Registered {
                 outcome,
                 notice: None,
@@ -331,7 +326,7 @@ impl RouteTable {
         };
         let base = request
             .by_difference()
-            .then(|| self.table_base(from, headers))
+            .then(|| self.read(|r| r.table_base(from, headers)))
             .flatten();
         if let Some(base) = base {
             if let Applied(Some((outcome, notice))) = request.read(Some(base), apply())? {
@@ -372,12 +367,7 @@ impl RouteTable {
         let plan = registry.plan(&reg, policy);
         let faithful = plan.faithful;
         let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
-        let from = Registrant {
-            cluster: reg.from.cluster.clone(),
-            broker_addr: reg.from.broker_addr.clone(),
-            broker_name: reg.from.broker_name.clone(),
-            ..reg.from
-        };
+        let from = reg.from.clone();
         let (headers, table) = (reg.headers, reg.table.clone());
         let (outcome, notice) = registry.register(reg, plan, policy);
         if matches!(outcome, RegisterOutcome::Registered { .. }) {
@@ -403,19 +393,8 @@ impl RouteTable {
         let registry = self.upgradable_locked();
         let plan = registry.plan_mirror(&reg.from.broker_name, topics);
         let mut registry = RwLockUpgradableReadGuard::upgrade(registry);
-        let Registrant {
-            cluster,
-            broker_addr,
-            broker_name,
-            conn,
-            ..
-        } = &reg.from;
-        let (cluster, addr, name, conn) = (
-            cluster.clone(),
-            broker_addr.clone(),
-            broker_name.clone(),
-            *conn,
-        );
+        let from = reg.from.clone();
+        let (cluster, addr, name) = (&from.cluster, &from.broker_addr, &from.broker_name);
         let policy = RegisterPolicy {
             notify_min_id,
             delete_unlisted_topics: false,
@@ -424,25 +403,14 @@ impl RouteTable {
             let (outcome, notice) =
                 registry.register(reg, registration::TopicPlan::default(), policy);
             if matches!(outcome, RegisterOutcome::Registered { .. }) {
-                registry.dated(topics_ms, |r| r.apply_mirror(&name, topics, plan));
-                registry.round_settled_by_peer(&name);
-                registry.adopted_from_peer(&cluster, &addr, conn, last_ms, (&name, topics_ms));
+                registry.dated(topics_ms, |r| r.apply_mirror(name, topics, plan));
+                registry.round_settled_by_peer(name);
+                registry.adopted_from_peer(cluster, addr, from.conn, last_ms, (name, topics_ms));
             }
             (outcome, notice)
         });
         self.settle(&mut registry);
         (outcome, notice)
-    }
-
-    /// What a broker's next registration with these headers may be read against.
-    fn table_base(&self, reg: &Registrant, headers: Fingerprint) -> Option<TableBase> {
-        self.read(|r| r.table_base(reg, headers))
-    }
-
-    /// Applies a registration that repeats the broker's previous one while its group is as that
-    /// one left it; `None` if it must take the full path.
-    fn repeat(&self, reg: &Registrant, fingerprint: Fingerprint) -> Option<RegisterOutcome> {
-        self.change(|r| r.repeat(reg, fingerprint))
     }
 
     /// Moves on with every change.

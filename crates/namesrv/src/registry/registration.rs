@@ -53,6 +53,7 @@ pub struct TableBase {
 }
 
 /// Who sends a registration, on which connection and when.
+#[derive(Clone)]
 pub struct Registrant {
     pub cluster: String,
     pub broker_addr: String,

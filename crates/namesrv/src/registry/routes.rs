@@ -1,7 +1,7 @@
 //! A topic's route as clients read it, assembled from the tables; the route cache
 //! ([`super::RouteTable`]) keeps it encoded until something it shows changes.
 
-use rocketmq_wire::body::{BrokerData, TopicRouteData};
+use rocketmq_wire::body::TopicRouteData;
 
 use super::queues::TopicQueues;
 use super::tables::{key, Registry, MASTER_ID, PERM_WRITE};
@@ -43,24 +43,16 @@ impl Registry {
     /// Lets clients treat the lowest slave of a master-less group as master, when that group's
     /// queue data is no longer writable.
     fn rewrite_acting_master(&self, route: &mut TopicRouteData, queues: &TopicQueues) {
-        let masterless = |bd: &BrokerData| {
-            !bd.broker_addrs.is_empty() && !bd.broker_addrs.contains_key(&MASTER_ID)
-        };
-        if !route.broker_datas.iter().any(masterless) {
-            return;
-        }
-        for bd in route.broker_datas.iter_mut() {
-            if !masterless(bd) || !bd.enable_acting_master {
+        for bd in &mut route.broker_datas {
+            if !bd.enable_acting_master
+                || bd.broker_addrs.contains_key(&MASTER_ID)
+                || queues
+                    .get(&bd.broker_name)
+                    .is_some_and(|qd| qd.perm & PERM_WRITE != 0)
+            {
                 continue;
             }
-            let writable = queues
-                .get(&bd.broker_name)
-                .is_some_and(|qd| qd.perm & PERM_WRITE != 0);
-            if writable {
-                continue;
-            }
-            if let Some((&min_id, _)) = bd.broker_addrs.iter().next() {
-                let addr = bd.broker_addrs.remove(&min_id).unwrap_or_default();
+            if let Some((_, addr)) = bd.broker_addrs.pop_first() {
                 bd.broker_addrs.insert(MASTER_ID, addr);
             }
         }

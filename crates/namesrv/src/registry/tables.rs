@@ -248,16 +248,8 @@ impl Registry {
 
     pub fn cluster_info(&self) -> ClusterInfo {
         ClusterInfo {
-            broker_addr_table: self
-                .brokers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            cluster_addr_table: self
-                .clusters
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            broker_addr_table: self.brokers.clone().into_iter().collect(),
+            cluster_addr_table: self.clusters.clone().into_iter().collect(),
         }
     }
 
@@ -434,23 +426,15 @@ impl Registry {
         let Some(sums) = &mut self.topic_sums else {
             return;
         };
-        let held = sums.get(&**broker_name).copied().unwrap_or_default();
-        let sum = GroupSum {
-            hash: held
-                .hash
-                .wrapping_sub(old.map_or(0, |old| entry_hash(topic, &old)))
-                .wrapping_add(new.map_or(0, |new| entry_hash(topic, &new))),
-            topics: (held.topics + usize::from(new.is_some()))
-                .saturating_sub(usize::from(old.is_some())),
-        };
-        match sums.get_mut(&**broker_name) {
-            _ if sum.topics == 0 => {
-                sums.remove(&**broker_name);
-            }
-            Some(kept) => *kept = sum,
-            None => {
-                sums.insert(broker_name.clone(), sum);
-            }
+        let sum = sums.entry(broker_name.clone()).or_default();
+        sum.hash = sum
+            .hash
+            .wrapping_sub(old.map_or(0, |old| entry_hash(topic, &old)))
+            .wrapping_add(new.map_or(0, |new| entry_hash(topic, &new)));
+        sum.topics =
+            (sum.topics + usize::from(new.is_some())).saturating_sub(usize::from(old.is_some()));
+        if sum.topics == 0 {
+            sums.remove(&**broker_name);
         }
     }
 

@@ -746,7 +746,7 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
             };
             let mut registration = build();
             registration.table = Some(Arc::new(TableIndex::default()));
-            let base = table.table_base(&registration.from, registration.headers);
+            let base = table.read(|r| r.table_base(&registration.from, registration.headers));
             if let (Some(base), Some(last)) = (base, applied.get(&(cluster, addr))) {
                 registration.body.wrapper.topic_configs.retain(|tc| {
                     let t = tc.topic_name.as_deref().unwrap_or_default();
@@ -804,7 +804,10 @@ fn take_step(table: &RouteTable, step: &Step, now: &mut i64, applied: Option<&mu
                 .iter()
                 .map(|&(t, q)| (TOPICS[t], super::queues::rw(q)))
                 .collect();
-            table.change(|r| r.mirror_topics(GROUPS[g], &topics));
+            table.change(|r| {
+                let plan = r.plan_mirror(GROUPS[g], &topics);
+                r.apply_mirror(GROUPS[g], &topics, plan)
+            });
         }
         Step::RegisterTopic(t, g, q) => {
             let qd = rocketmq_wire::body::QueueData {
@@ -1152,7 +1155,10 @@ fn an_identical_registration_also_overtakes_a_queued_unregistration() {
     let from = registration().from;
     table.register(registration(), RegisterPolicy::default(), 7);
     let leaving = table.read(|r| r.unregistration("c", MASTER, "a", 0));
-    assert!(table.repeat(&from, 7).is_some(), "served as a repeat");
+    assert!(
+        table.change(|r| r.repeat(&from, 7)).is_some(),
+        "served as a repeat"
+    );
     let done = table.change(|r| r.unregister(&[leaving], false));
     assert_eq!(done.stale, 1);
     assert!(table.read(|r| routable(r, "a", MASTER)));

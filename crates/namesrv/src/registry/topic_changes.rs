@@ -79,13 +79,6 @@ impl Registry {
         true
     }
 
-    /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
-    /// replaces what a registration at the same data version would keep.
-    pub fn mirror_topics(&mut self, broker_name: &str, topics: &[(&str, Queues)]) {
-        let plan = self.plan_mirror(broker_name, topics);
-        self.apply_mirror(broker_name, topics, plan);
-    }
-
     /// Which listed topics [`Registry::apply_mirror`] must set, worked out while route lookups
     /// go on: a peer's word of a group of 100k topics mostly repeats what is here.
     pub(super) fn plan_mirror(&self, broker_name: &str, topics: &[(&str, Queues)]) -> MirrorPlan {
@@ -119,7 +112,9 @@ impl Registry {
         }
     }
 
-    /// Applies what [`Registry::plan_mirror`] found, the table unchanged since.
+    /// Makes a group's topics exactly `topics` (name and queues): a peer's word of them, which
+    /// replaces what a registration at the same data version would keep. Applies what
+    /// [`Registry::plan_mirror`] found, the table unchanged since.
     pub(super) fn apply_mirror(
         &mut self,
         broker_name: &str,
@@ -254,14 +249,12 @@ impl Registry {
                 None => topic.to_string(),
             })
         });
-        let mut changed = false;
         let mut left = Vec::new();
         for name in names {
             if self.superseded(&name) {
                 continue;
             }
             if self.leave_topic(topic, &name) {
-                changed = true;
                 left.push(name.clone());
             }
             // A broker's next identical registration brings the topic back.
@@ -269,7 +262,7 @@ impl Registry {
         }
         // Told here, with the groups it left, whether or not other groups still serve it.
         self.removed = TopicTally::default();
-        if changed {
+        if !left.is_empty() {
             self.events.push(Event::new(
                 EventKind::TopicsDeleted,
                 topic,
@@ -284,7 +277,7 @@ impl Registry {
                 ),
             ));
         }
-        changed
+        !left.is_empty()
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV: stores queue data of known brokers, stopping at the first
