@@ -20,24 +20,15 @@ use serde_json::{json, Map, Value};
 
 use crate::cli::BrokerSets;
 use crate::error::AdminError;
-use crate::members::{MemberCodes, MemberGroup};
-use crate::namesrvs::{ask_each, call_once, split_addrs, Credentials, Namesrvs, ServerResponse};
+use crate::members::{MemberCodes, MemberGroup, LEADER_ATTEMPTS, LEADER_RETRY_PAUSE};
+use crate::namesrvs::{call_once, split_addrs, Credentials, Namesrvs, ServerResponse};
 use crate::reads::{body_json, config_report};
 use crate::report::Report;
-use crate::writes::{config_body, report_each};
+use crate::writes::{config_body, report_each, said};
 
-/// How often a request refused with NOT_LEADER is tried again: the leader named a moment ago
-/// can lose its office before the request reaches it, and a new one is usually elected within
-/// a second or two.
-const LEADER_ATTEMPTS: u32 = 3;
-const LEADER_RETRY_PAUSE: Duration = Duration::from_millis(700);
-
-/// The controller nodes named by `-a`.
-pub struct Controllers {
-    addrs: Vec<String>,
-    timeout: Duration,
-    credentials: Option<Credentials>,
-}
+/// The controller nodes named by `-a`, reached as the NameServers of `-n` are (same timeout,
+/// same credentials).
+pub struct Controllers(Namesrvs);
 
 /// What one node says of its group (the answer to GET_METADATA_INFO).
 struct Metadata {
@@ -105,27 +96,22 @@ impl Controllers {
         timeout: Duration,
         credentials: Option<Credentials>,
     ) -> Result<Self, AdminError> {
-        let addrs = split_addrs(list);
-        if addrs.is_empty() {
-            return Err(AdminError::NoControllerAddress);
-        }
-        Ok(Controllers {
-            addrs,
-            timeout,
-            credentials,
-        })
+        // NoAddress, for an empty list, is the only error of `Namesrvs::parse`.
+        Namesrvs::parse(Some(list), timeout, credentials)
+            .map(Controllers)
+            .map_err(|_| AdminError::NoControllerAddress)
     }
 
     async fn metadata(&self, addr: &str) -> Result<Metadata, AdminError> {
         let request = RemotingCommand::request(request::CONTROLLER_GET_METADATA_INFO);
-        let reply = call_once(addr, self.timeout, request).await?.success()?;
-        Ok(Metadata::of(&reply))
+        let reply = call_once(addr, self.0.timeout(), request).await?;
+        Ok(Metadata::of(&reply.success()?))
     }
 
     /// The leader's address, from the first node of `-a` that knows one.
     async fn leader(&self) -> Result<String, AdminError> {
         let mut notes = Vec::new();
-        for addr in &self.addrs {
+        for addr in self.0.addrs() {
             match self.metadata(addr).await {
                 Ok(Metadata {
                     leader_addr: Some(leader),
@@ -137,15 +123,25 @@ impl Controllers {
         }
         Err(AdminError::NoLeader(notes))
     }
+}
+
+impl MemberGroup for Controllers {
+    const NAME: &'static str = "the controller group";
+    const LEADER_KEY: &'static str = "controllerLeader";
+    const CODES: MemberCodes = MemberCodes {
+        list: request::CONTROLLER_LIST_MEMBERS,
+        add: request::CONTROLLER_ADD_MEMBER,
+        remove: request::CONTROLLER_REMOVE_MEMBER,
+        transfer: request::CONTROLLER_TRANSFER_LEADER,
+    };
+
+    fn servers(&self) -> &Namesrvs {
+        &self.0
+    }
 
     /// Sends `request` to the leader, whatever its answer; NOT_LEADER sends it to the leader
     /// named then, a few times over.
-    async fn call_leader(&self, request: RemotingCommand) -> Result<ServerResponse, AdminError> {
-        self.call_leader_within(request, self.timeout).await
-    }
-
-    /// [`Controllers::call_leader`], waiting up to `timeout` for the answer.
-    async fn call_leader_within(
+    async fn call_leader(
         &self,
         request: RemotingCommand,
         timeout: Duration,
@@ -167,7 +163,7 @@ impl Controllers {
     async fn new_leader(&self, old: &str) -> Option<String> {
         let deadline = std::time::Instant::now() + crate::members::NEW_LEADER_WAIT;
         while std::time::Instant::now() < deadline {
-            for addr in self.addrs.iter().filter(|a| *a != old) {
+            for addr in self.0.addrs().iter().filter(|a| *a != old) {
                 if let Ok(Metadata {
                     leader_addr: Some(leader),
                     ..
@@ -182,41 +178,6 @@ impl Controllers {
         }
         None
     }
-
-    fn signed(&self, request: RemotingCommand) -> RemotingCommand {
-        Credentials::sign_with(self.credentials.as_ref(), request)
-    }
-}
-
-impl MemberGroup for Controllers {
-    const NAME: &'static str = "the controller group";
-    const LEADER_KEY: &'static str = "controllerLeader";
-    const CODES: MemberCodes = MemberCodes {
-        list: request::CONTROLLER_LIST_MEMBERS,
-        add: request::CONTROLLER_ADD_MEMBER,
-        remove: request::CONTROLLER_REMOVE_MEMBER,
-        transfer: request::CONTROLLER_TRANSFER_LEADER,
-    };
-
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn signed(&self, request: RemotingCommand) -> RemotingCommand {
-        Controllers::signed(self, request)
-    }
-
-    async fn call_leader(
-        &self,
-        request: RemotingCommand,
-        timeout: Duration,
-    ) -> Result<ServerResponse, AdminError> {
-        self.call_leader_within(request, timeout).await
-    }
-
-    async fn new_leader(&self, old: &str) -> Option<String> {
-        Controllers::new_leader(self, old).await
-    }
 }
 
 /// A header field or body value as mqadmin prints it: `null` when absent.
@@ -229,8 +190,8 @@ pub async fn get_controller_metadata(ctl: &Controllers) -> Report {
     let mut text = String::new();
     let mut json = Map::new();
     let mut failures = Vec::new();
-    let several = ctl.addrs.len() > 1;
-    for addr in &ctl.addrs {
+    let several = ctl.0.addrs().len() > 1;
+    for addr in ctl.0.addrs() {
         match ctl.metadata(addr).await {
             Ok(metadata) => {
                 if several {
@@ -242,13 +203,7 @@ pub async fn get_controller_metadata(ctl: &Controllers) -> Report {
             Err(e) => failures.push(e),
         }
     }
-    let exit_code = if failures.is_empty() { 0 } else { 1 };
-    Report {
-        text,
-        json: Value::Object(json),
-        failures,
-        exit_code,
-    }
+    Report::partial(text, Value::Object(json), failures)
 }
 
 /// The broker names of a cluster, as the NameServers list them.
@@ -279,7 +234,7 @@ pub async fn get_sync_state_set(
     let names = BrokerNameList { names };
     let request =
         RemotingCommand::request(request::CONTROLLER_GET_SYNC_STATE_DATA).with_body(names.encode());
-    let reply = ctl.call_leader(request).await?.success()?;
+    let reply = ctl.call_leader(request, ctl.0.timeout()).await?.success()?;
     let info = reply.decode("BrokerReplicasInfo", BrokerReplicasInfo::decode)?;
     // The report shows the body as the controller wrote it (a Java controller's table in its
     // own order), not as read back.
@@ -349,7 +304,8 @@ pub async fn elect_master(
         invoke_time: Some(rocketmq_wire::clock::now_ms()),
     }
     .to_command();
-    let reply = ctl.call_leader(ctl.signed(request)).await?;
+    let request = ctl.0.signed(request);
+    let reply = ctl.call_leader(request, ctl.0.timeout()).await?;
     let stays = reply.response.code == response::CONTROLLER_MASTER_STILL_EXIST;
     let reply = if stays { reply } else { reply.success()? };
     let r = &reply.response;
@@ -405,12 +361,8 @@ pub async fn elect_master(
             remark: r.remark.clone(),
         });
     }
-    Ok(Report {
-        text,
-        json,
-        failures,
-        exit_code: i32::from(stays),
-    })
+    // There is a failure exactly when the master stays: exit code 1.
+    Ok(Report::partial(text, json, failures))
 }
 
 /// `cleanBrokerMetadata`: forgets brokers of a set (or the whole set) on the controller. The
@@ -430,7 +382,8 @@ pub async fn clean_broker_metadata(
         invoke_time: Some(rocketmq_wire::clock::now_ms()),
     }
     .to_command();
-    let reply = ctl.call_leader(ctl.signed(request)).await?.success()?;
+    let request = ctl.0.signed(request);
+    let reply = ctl.call_leader(request, ctl.0.timeout()).await?.success()?;
     Ok(Report::ok(
         format!("clear broker {broker} metadata from controller success!\n"),
         json!({
@@ -447,7 +400,7 @@ pub async fn clean_broker_metadata(
 /// `getControllerConfig`: each named node's configuration.
 pub async fn get_controller_config(ctl: &Controllers) -> Report {
     let request = RemotingCommand::request(request::GET_CONTROLLER_CONFIG);
-    let outcomes = ask_each(&ctl.addrs, ctl.timeout, request).await;
+    let outcomes = ctl.0.ask_each(request).await;
     config_report(outcomes, |k, v| format!("{k:<50}=  {v}\n"))
 }
 
@@ -456,23 +409,15 @@ pub async fn get_controller_config(ctl: &Controllers) -> Report {
 pub async fn update_controller_config(ctl: &Controllers, key: &str, value: &str) -> Report {
     let request = RemotingCommand::request(request::UPDATE_CONTROLLER_CONFIG)
         .with_body(config_body(key, value));
-    let outcomes = ask_each(&ctl.addrs, ctl.timeout, ctl.signed(request)).await;
-    report_each(outcomes, "controller", |_| {
-        (
-            format!("update controller config success! {key} : {value}"),
-            json!({}),
-        )
-    })
+    let outcomes = ctl.0.ask_each(ctl.0.signed(request)).await;
+    let message = format!("update controller config success! {key} : {value}");
+    report_each(outcomes, "controller", said(message))
 }
 
 /// Parses `-b` of cleanBrokerMetadata: broker ids separated by `;`.
 pub fn id_list(text: &str) -> Result<String, String> {
     let text = text.trim();
-    let ids: Vec<&str> = text
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let ids = split_addrs(text);
     if ids.is_empty() || ids.iter().any(|id| id.parse::<i64>().is_err()) {
         return Err(format!(
             "expected broker ids separated by ';', e.g. 1;2;3, not {text:?}"

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use rocketmq_wire::body::{BrokerData, ClusterInfo, KvTable, TopicList, TopicRouteData};
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::headers::{GetKvListByNamespaceHeader, GetRouteInfoHeader, RequestHeader};
+use rocketmq_wire::headers::{GetKvListByNamespaceHeader, RequestHeader};
 use rocketmq_wire::RemotingCommand;
 use serde_json::{json, Map};
 
@@ -132,16 +132,8 @@ async fn fetch_routes(
 ) -> Result<Vec<(String, Option<TopicRouteData>)>, AdminError> {
     stream::iter(topics.iter().cloned())
         .map(|topic| async move {
-            let reply = conn
-                .call(GetRouteInfoHeader::new(&topic).to_command())
-                .await?;
-            if reply.response.code == response::TOPIC_NOT_EXIST {
-                return Ok((topic, None));
-            }
-            let route = reply
-                .success()?
-                .decode("topic route", TopicRouteData::decode)?;
-            Ok((topic, Some(route)))
+            let route = conn.route(&topic).await?;
+            Ok((topic, route))
         })
         .buffered(ROUTES_IN_FLIGHT)
         .try_collect()

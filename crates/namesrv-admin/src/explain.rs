@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use rocketmq_wire::body::{ClusterInfo, TopicRouteData};
+use rocketmq_wire::body::ClusterInfo;
 use rocketmq_wire::codes::{request, response};
-use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader, RouteJournalHeader};
+use rocketmq_wire::headers::{RequestHeader, RouteJournalHeader};
 use rocketmq_wire::RemotingCommand;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -22,13 +22,6 @@ use crate::report::{perm, Report};
 
 /// Entries asked for per NameServer: the latest are what explain a route.
 const LIMIT: i64 = 50;
-
-/// What ROUTE_JOURNAL is asked about.
-#[derive(Clone, Copy)]
-enum Key {
-    Topic,
-    Broker,
-}
 
 // ---- the answer of ROUTE_JOURNAL, as far as it is read here ----
 
@@ -130,11 +123,12 @@ enum Heard {
     Unreachable(String),
 }
 
-async fn ask_journal(conn: &Connection, key: Key, name: &str) -> Result<Heard, AdminError> {
-    let (topic, broker_name) = match key {
-        Key::Topic => (Some(name), None),
-        Key::Broker => (None, Some(name)),
-    };
+/// ROUTE_JOURNAL, asked about a topic or a broker group.
+async fn ask_journal(
+    conn: &Connection,
+    topic: Option<&str>,
+    broker_name: Option<&str>,
+) -> Result<Heard, AdminError> {
     let request = RouteJournalHeader {
         topic,
         broker_name,
@@ -151,15 +145,7 @@ async fn ask_journal(conn: &Connection, key: Key, name: &str) -> Result<Heard, A
 }
 
 async fn ask_route(conn: &Connection, topic: &str) -> Result<Vec<Queues>, AdminError> {
-    let reply = conn
-        .call(GetRouteInfoHeader::new(topic).to_command())
-        .await?;
-    if reply.response.code == response::TOPIC_NOT_EXIST {
-        return Ok(Vec::new());
-    }
-    let route = reply
-        .success()?
-        .decode("topic route", TopicRouteData::decode)?;
+    let route = conn.route(topic).await?.unwrap_or_default();
     Ok(route
         .queue_datas
         .iter()
@@ -187,7 +173,7 @@ async fn hear_topic(ns: &Namesrvs, addr: &str, topic: &str) -> (Heard, Option<Co
         Ok(c) => c,
         Err(e) => return (Heard::Unreachable(e.to_string()), None),
     };
-    let heard = match ask_journal(&conn, Key::Topic, topic).await {
+    let heard = match ask_journal(&conn, Some(topic), None).await {
         Ok(Heard::RouteOnly(_)) => match ask_route(&conn, topic).await {
             Ok(route) => Heard::RouteOnly(route),
             Err(e) => Heard::Unreachable(e.to_string()),
@@ -210,6 +196,17 @@ struct Verdict {
 }
 
 impl Verdict {
+    fn new(addr: &str, route: &[Queues], cause: &str, reason: String) -> Self {
+        Verdict {
+            addr: addr.to_string(),
+            route: route.to_vec(),
+            cause: cause.to_string(),
+            reason,
+            at: None,
+            broker: None,
+        }
+    }
+
     fn routes(&self) -> bool {
         !self.route.is_empty()
     }
@@ -339,14 +336,7 @@ fn topic_verdict(
     answer: &Answer,
     unknown_elsewhere: &[(String, String)],
 ) -> Verdict {
-    let mut v = Verdict {
-        addr: addr.to_string(),
-        route: answer.route.clone(),
-        cause: String::new(),
-        reason: String::new(),
-        at: None,
-        broker: None,
-    };
+    let mut v = Verdict::new(addr, &answer.route, "", String::new());
     if v.routes() {
         let writable = answer.route.iter().any(|q| q.perm & 2 != 0);
         if writable {
@@ -455,32 +445,19 @@ pub async fn explain_route(ns: &Namesrvs, topic: &str) -> Result<Report, AdminEr
     let mut verdicts = Vec::new();
     for (addr, h, conn) in &heard {
         let verdict = match h {
-            Heard::Unreachable(why) => Verdict {
-                addr: addr.clone(),
-                route: Vec::new(),
-                cause: "unreachable".into(),
-                reason: format!("could not be asked: {why}"),
-                at: None,
-                broker: None,
-            },
-            Heard::RouteOnly(route) => Verdict {
-                addr: addr.clone(),
-                route: route.clone(),
-                cause: if route.is_empty() {
-                    "no-journal"
-                } else {
-                    "routed"
-                }
-                .into(),
-                reason: if route.is_empty() {
-                    "has no route, and keeps no route journal to say why (not our NameServer)"
-                        .into()
-                } else {
-                    format!("routes it through {}", route_words(route))
-                },
-                at: None,
-                broker: None,
-            },
+            Heard::Unreachable(why) => {
+                let reason = format!("could not be asked: {why}");
+                Verdict::new(addr, &[], "unreachable", reason)
+            }
+            Heard::RouteOnly(route) if route.is_empty() => {
+                let why =
+                    "has no route, and keeps no route journal to say why (not our NameServer)";
+                Verdict::new(addr, route, "no-journal", why.into())
+            }
+            Heard::RouteOnly(route) => {
+                let reason = format!("routes it through {}", route_words(route));
+                Verdict::new(addr, route, "routed", reason)
+            }
             Heard::Journal(answer) => {
                 let mut unknown = Vec::new();
                 if answer.route.is_empty() {
@@ -510,7 +487,7 @@ async fn unheard_groups(
             if known.contains(group) {
                 continue;
             }
-            let silent = match ask_journal(conn, Key::Broker, group).await {
+            let silent = match ask_journal(conn, None, Some(group)).await {
                 Ok(Heard::Journal(a)) => a.entries.is_empty(),
                 _ => false,
             };
@@ -592,19 +569,15 @@ fn departure_words(e: &Entry, name: &str) -> (String, String) {
 pub async fn explain_broker(ns: &Namesrvs, name: &str) -> Result<Report, AdminError> {
     let mut each = Vec::new();
     for addr in ns.addrs() {
-        let conn = match ns.connect(addr).await {
-            Ok(c) => c,
-            Err(e) => {
-                each.push(
-                    json!({"addr": addr, "registered": false, "cause": "unreachable",
-                    "reason": format!("could not be asked: {e}")}),
-                );
-                continue;
-            }
+        let asked = match ns.connect(addr).await {
+            Ok(conn) => ask_journal(&conn, None, Some(name))
+                .await
+                .map(|h| (h, conn)),
+            Err(e) => Err(e),
         };
-        let answer = match ask_journal(&conn, Key::Broker, name).await {
-            Ok(Heard::Journal(a)) => a,
-            Ok(_) => {
+        let answer = match asked {
+            Ok((Heard::Journal(a), _)) => a,
+            Ok((_, conn)) => {
                 let known = known_brokers(&conn).await.unwrap_or_default();
                 let registered = known.iter().any(|b| b == name);
                 each.push(json!({"addr": addr, "registered": registered, "cause": "no-journal",

@@ -43,10 +43,8 @@ pub trait MemberGroup {
     const LEADER_KEY: &'static str;
     const CODES: MemberCodes;
 
-    fn timeout(&self) -> Duration;
-
-    /// `request` signed when credentials were given.
-    fn signed(&self, request: RemotingCommand) -> RemotingCommand;
+    /// The servers asked, with their timeout and credentials.
+    fn servers(&self) -> &Namesrvs;
 
     /// `request` sent to the leader, waiting up to `timeout` for the answer.
     async fn call_leader(
@@ -60,10 +58,11 @@ pub trait MemberGroup {
     async fn new_leader(&self, old: &str) -> Option<String>;
 }
 
-/// Rounds over -n: a leader named a moment ago can lose its office before the request reaches
-/// it, and a new one is elected within a second or two.
-const ROUNDS: u32 = 3;
-const ROUND_PAUSE: Duration = Duration::from_millis(700);
+/// How often a request for the leader is tried (rounds over -n, or a controller's NOT_LEADER
+/// refusals): a leader named a moment ago can lose its office before the request reaches it, and
+/// a new one is usually elected within a second or two.
+pub const LEADER_ATTEMPTS: u32 = 3;
+pub const LEADER_RETRY_PAUSE: Duration = Duration::from_millis(700);
 
 impl MemberGroup for Namesrvs {
     const NAME: &'static str = "the NameServers' group";
@@ -75,22 +74,18 @@ impl MemberGroup for Namesrvs {
         transfer: request::NAMESRV_TRANSFER_LEADER,
     };
 
-    fn timeout(&self) -> Duration {
-        Namesrvs::timeout(self)
+    fn servers(&self) -> &Namesrvs {
+        self
     }
 
-    fn signed(&self, request: RemotingCommand) -> RemotingCommand {
-        Namesrvs::signed(self, request)
-    }
-
-    /// Each NameServer of -n in turn, then the leader it names.
+    /// Each NameServer of -n in turn, then the leader it names; [`LEADER_ATTEMPTS`] rounds.
     async fn call_leader(
         &self,
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<ServerResponse, AdminError> {
         let mut notes = Vec::new();
-        for round in 1..=ROUNDS {
+        for round in 1..=LEADER_ATTEMPTS {
             notes.clear();
             for addr in self.addrs() {
                 let mut asked = addr.clone();
@@ -114,8 +109,8 @@ impl MemberGroup for Namesrvs {
                     }
                 }
             }
-            if round < ROUNDS {
-                tokio::time::sleep(ROUND_PAUSE).await;
+            if round < LEADER_ATTEMPTS {
+                tokio::time::sleep(LEADER_RETRY_PAUSE).await;
             }
         }
         Err(AdminError::NoGroupLeader(notes))
@@ -165,7 +160,7 @@ fn members_json<G: MemberGroup>(leader_addr: &str, members: &GroupMembers) -> Va
 pub async fn list_members<G: MemberGroup>(group: &G) -> Result<Report, AdminError> {
     let request = RemotingCommand::request(G::CODES.list);
     let reply = group
-        .call_leader(request, group.timeout())
+        .call_leader(request, group.servers().timeout())
         .await?
         .success()?;
     let members = reply.decode("GroupMembers", GroupMembers::decode)?;
@@ -181,9 +176,10 @@ async fn change<G: MemberGroup>(
     group: &G,
     request: RemotingCommand,
 ) -> Result<(String, GroupMembers), AdminError> {
-    let timeout = group.timeout().max(MEMBER_CHANGE_TIMEOUT);
+    let servers = group.servers();
+    let timeout = servers.timeout().max(MEMBER_CHANGE_TIMEOUT);
     let reply = group
-        .call_leader(group.signed(request), timeout)
+        .call_leader(servers.signed(request), timeout)
         .await?
         .success()?;
     let members = reply.decode("GroupMembers", GroupMembers::decode)?;

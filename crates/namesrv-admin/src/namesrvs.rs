@@ -1,11 +1,13 @@
 //! The NameServers named by `-n` and how requests reach them: reads from the first that answers,
 //! writes to every one (as mqadmin does, since NameServers do not replicate to each other). The
-//! connection and address-list pieces serve the controller nodes of `-a` as well.
+//! controller nodes of `-a` are reached the same way (`Controllers` wraps a `Namesrvs`).
 
 use std::time::Duration;
 
+use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response;
+use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use rocketmq_wire::RemotingCommand;
 
 use crate::error::AdminError;
@@ -63,7 +65,10 @@ impl Namesrvs {
 
     /// `request` signed when credentials were given.
     pub fn signed(&self, request: RemotingCommand) -> RemotingCommand {
-        Credentials::sign_with(self.credentials.as_ref(), request)
+        match &self.credentials {
+            Some(c) => rocketmq_wire::acl::sign(request, &c.access_key, &c.secret_key),
+            None => request,
+        }
     }
 
     pub async fn connect(&self, addr: &str) -> Result<Connection, AdminError> {
@@ -82,22 +87,27 @@ impl Namesrvs {
         Err(AdminError::NoneAnswered(failures))
     }
 
-    /// Sends a request that only looks to every NameServer, for what each holds on its own.
+    /// Sends `request` to every NameServer in turn, for what each holds on its own; one outcome
+    /// per NameServer, in `-n` order, successful only for SUCCESS answers.
     pub async fn ask_each(
         &self,
         request: RemotingCommand,
     ) -> Vec<Result<ServerResponse, AdminError>> {
-        ask_each(&self.addrs, self.timeout, request).await
+        let mut outcomes = Vec::with_capacity(self.addrs.len());
+        for addr in &self.addrs {
+            let outcome = call_once(addr, self.timeout, request.clone()).await;
+            outcomes.push(outcome.and_then(ServerResponse::success));
+        }
+        outcomes
     }
 
-    /// Sends a state change, signed when credentials were given, to every NameServer; one
-    /// outcome per NameServer, in `-n` order, successful only for SUCCESS answers.
+    /// Sends a state change, signed when credentials were given, to every NameServer; outcomes
+    /// as [`Namesrvs::ask_each`]'s.
     pub async fn write_all(
         &self,
         request: RemotingCommand,
     ) -> Vec<Result<ServerResponse, AdminError>> {
-        let request = Credentials::sign_with(self.credentials.as_ref(), request);
-        ask_each(&self.addrs, self.timeout, request).await
+        self.ask_each(self.signed(request)).await
     }
 }
 
@@ -108,34 +118,6 @@ pub fn split_addrs(list: &str) -> Vec<String> {
         .filter(|a| !a.is_empty())
         .map(String::from)
         .collect()
-}
-
-impl Credentials {
-    /// `request` signed when there are credentials, as given otherwise.
-    pub fn sign_with(
-        credentials: Option<&Credentials>,
-        request: RemotingCommand,
-    ) -> RemotingCommand {
-        match credentials {
-            Some(c) => rocketmq_wire::acl::sign(request, &c.access_key, &c.secret_key),
-            None => request,
-        }
-    }
-}
-
-/// Sends `request` to each of `addrs` in turn; one outcome per address, in order, successful
-/// only for SUCCESS answers.
-pub async fn ask_each(
-    addrs: &[String],
-    timeout: Duration,
-    request: RemotingCommand,
-) -> Vec<Result<ServerResponse, AdminError>> {
-    let mut outcomes = Vec::with_capacity(addrs.len());
-    for addr in addrs {
-        let outcome = call_once(addr, timeout, request.clone()).await;
-        outcomes.push(outcome.and_then(ServerResponse::success));
-    }
-    outcomes
 }
 
 /// One request on a connection of its own, whatever the answer.
@@ -176,6 +158,19 @@ impl Connection {
             addr: self.addr.clone(),
             response,
         })
+    }
+
+    /// The route of `topic`, `None` where this NameServer has none (TOPIC_NOT_EXIST).
+    pub async fn route(&self, topic: &str) -> Result<Option<TopicRouteData>, AdminError> {
+        let request = GetRouteInfoHeader::new(topic).to_command();
+        let reply = self.call(request).await?;
+        if reply.response.code == response::TOPIC_NOT_EXIST {
+            return Ok(None);
+        }
+        let reply = reply.success()?;
+        reply
+            .decode("topic route", TopicRouteData::decode)
+            .map(Some)
     }
 }
 

@@ -15,11 +15,17 @@ pub struct Report {
 
 impl Report {
     pub fn ok(text: String, json: Value) -> Self {
+        Report::partial(text, json, Vec::new())
+    }
+
+    /// A command's report; exit code 1 when some server failed.
+    pub fn partial(text: String, json: Value, failures: Vec<AdminError>) -> Self {
+        let exit_code = i32::from(!failures.is_empty());
         Report {
             text,
             json,
-            failures: Vec::new(),
-            exit_code: 0,
+            failures,
+            exit_code,
         }
     }
 }

@@ -50,13 +50,13 @@ pub fn report_each(
             }
         }
     }
-    let exit_code = if failures.is_empty() { 0 } else { 1 };
-    Report {
-        text,
-        json: Value::Array(json),
-        failures,
-        exit_code,
-    }
+    Report::partial(text, Value::Array(json), failures)
+}
+
+/// A describer for a change whose answer says nothing more than success.
+pub(crate) fn said(message: impl Into<String>) -> impl Fn(&ServerResponse) -> (String, Value) {
+    let message = message.into();
+    move |_| (message.clone(), json!({}))
 }
 
 fn failure_json(e: &AdminError, role: &str) -> Value {
@@ -95,30 +95,20 @@ pub async fn update_kv_config(ns: &Namesrvs, namespace: &str, key: &str, value: 
         value: Some(value),
     }
     .to_command();
-    write_all(ns, request, |_| {
-        ("update kv config in namespace success.".into(), json!({}))
-    })
-    .await
+    write_all(ns, request, said("update kv config in namespace success.")).await
 }
 
 pub async fn delete_kv_config(ns: &Namesrvs, namespace: &str, key: &str) -> Report {
     let request = DeleteKvConfigHeader { namespace, key }.to_command();
-    write_all(ns, request, |_| {
-        ("delete kv config from namespace success.".into(), json!({}))
-    })
-    .await
+    let message = "delete kv config from namespace success.";
+    write_all(ns, request, said(message)).await
 }
 
 pub async fn update_namesrv_config(ns: &Namesrvs, key: &str, value: &str) -> Report {
     let request =
         RemotingCommand::request(request::UPDATE_NAMESRV_CONFIG).with_body(config_body(key, value));
-    write_all(ns, request, |_| {
-        (
-            format!("update name server config success! {key} : {value}"),
-            json!({}),
-        )
-    })
-    .await
+    let message = format!("update name server config success! {key} : {value}");
+    write_all(ns, request, said(message)).await
 }
 
 /// WIPE_WRITE_PERM_OF_BROKER (`wipe`) or ADD_WRITE_PERM_OF_BROKER; both answer how many topics
@@ -160,11 +150,6 @@ pub async fn delete_topic(ns: &Namesrvs, topic: &str, cluster: Option<&str>) -> 
     let scope = cluster
         .map(|c| format!(" of cluster [{c}]"))
         .unwrap_or_default();
-    write_all(ns, request, |_| {
-        (
-            format!("delete topic [{topic}]{scope} from NameServer success."),
-            json!({}),
-        )
-    })
-    .await
+    let message = format!("delete topic [{topic}]{scope} from NameServer success.");
+    write_all(ns, request, said(message)).await
 }
