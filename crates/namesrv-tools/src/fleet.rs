@@ -293,12 +293,7 @@ impl Member {
             .client
             .invoke(self.register_request(body, form), REGISTER_TIMEOUT)
             .await?;
-        anyhow::ensure!(
-            resp.code == response::SUCCESS,
-            "REGISTER_BROKER answered {}: {}",
-            resp.code,
-            resp.remark.unwrap_or_default()
-        );
+        expect_success(resp, "REGISTER_BROKER")?;
         Ok(started.elapsed())
     }
 }
@@ -381,6 +376,7 @@ pub struct RegistrationReport {
 }
 
 /// Registered brokers and the bodies they keep re-sending.
+#[derive(Clone)]
 pub struct Fleet {
     pub layout: Layout,
     pub form: BodyForm,
@@ -547,7 +543,7 @@ impl Fleet {
         policy: ChangePolicy,
     ) -> Background {
         let mut bg = Background::new();
-        let fleet = self.shared();
+        let fleet = Arc::new(self.clone());
         for (i, m) in self.members.iter().enumerate() {
             let (m, fleet) = (m.clone(), fleet.clone());
             let mut rng = fastrand::Rng::with_seed(i as u64);
@@ -571,7 +567,7 @@ impl Fleet {
         // Several senders, so that one slow answer does not slow the rate down.
         const SENDERS: usize = 4;
         let mut bg = Background::new();
-        let fleet = self.shared();
+        let fleet = Arc::new(self.clone());
         let masters: Arc<Vec<Arc<Member>>> =
             Arc::new(self.members.iter().filter(|m| m.id == 0).cloned().collect());
         let period = Duration::from_secs_f64(SENDERS as f64 / per_sec.max(0.001));
@@ -618,17 +614,6 @@ impl Fleet {
         }
     }
 
-    /// What background tasks need of the fleet, shared.
-    fn shared(&self) -> Arc<Fleet> {
-        Arc::new(Fleet {
-            layout: self.layout.clone(),
-            form: self.form,
-            members: self.members.clone(),
-            bodies: self.bodies.clone(),
-            tables: self.tables.clone(),
-        })
-    }
-
     /// Every member polls GET_BROKER_CLUSTER_INFO every `period`; an answer that lists fewer
     /// brokers than registered is a failure (a broker the server wrongly dropped).
     pub fn cluster_polls(&self, period: Duration) -> Background {
@@ -654,6 +639,13 @@ pub async fn topic_list(client: &Client) -> anyhow::Result<bytes::Bytes> {
     let body = resp.body.clone().unwrap_or_default();
     expect_success(resp, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER")?;
     Ok(body)
+}
+
+/// The number of topics GET_ALL_TOPIC_LIST_FROM_NAMESERVER lists.
+pub async fn topic_count(client: &Client) -> anyhow::Result<usize> {
+    let body = topic_list(client).await?;
+    let list = rocketmq_wire::body::TopicList::decode(&body)?;
+    Ok(list.topic_list.len())
 }
 
 /// Fails unless `resp` is SUCCESS, saying what answered otherwise and why.

@@ -187,11 +187,8 @@ fn rows() -> Vec<Row> {
             better: Better::Lower,
             value: |v| at(v, "/churn/median_p99_ms"),
             note: |v| {
-                let failed = at(v, "/idle/failures").unwrap_or(0.0)
-                    + at(v, "/churn/failures").unwrap_or(0.0)
-                    + at(v, "/reregistration/failures/count").unwrap_or(0.0)
-                    + at(v, "/cluster_polls/failures/count").unwrap_or(0.0)
-                    + at(v, "/topic_list_polls/failures/count").unwrap_or(0.0);
+                // A mixed-300 run has no route-changing registrations to count.
+                let failed = churn_failures(v);
                 let expected = at(v, "/brokers_expected").unwrap_or(0.0);
                 let listed = match (
                     at(v, "/brokers_listed_at_end"),
@@ -338,11 +335,7 @@ fn mixed_ratio(r: &Results, figure: &str, path: &str, want: fn(f64) -> bool) -> 
             Some(x) => {
                 let failed = churn_failures(&v);
                 let text = format!("{x:.2}×, {failed} failed requests");
-                if want(x) && failed == 0.0 {
-                    Verdict::Met(text)
-                } else {
-                    Verdict::Missed(text)
-                }
+                Verdict::of(want(x) && failed == 0.0, text)
             }
             None => Verdict::Unknown("not measured".into()),
         },
@@ -424,16 +417,22 @@ enum Verdict {
     Unknown(String),
 }
 
+impl Verdict {
+    fn of(met: bool, text: String) -> Self {
+        if met {
+            Verdict::Met(text)
+        } else {
+            Verdict::Missed(text)
+        }
+    }
+}
+
 fn compare(results: &Results, row_index: usize, peer: &str, want: fn(f64) -> bool) -> Verdict {
     let row = &rows()[row_index];
     match (results.number(OURS, row), results.number(peer, row)) {
         (Some(o), Some(p)) if p > 0.0 => {
             let text = format!("{} vs {} = {}×", fmt_num(o), fmt_num(p), fmt_ratio(o / p));
-            if want(o / p) {
-                Verdict::Met(text)
-            } else {
-                Verdict::Missed(text)
-            }
+            Verdict::of(want(o / p), text)
         }
         (None, _) => Verdict::Unknown("ours not measured".into()),
         _ => Verdict::Unknown(format!("{peer} not measured")),
@@ -442,8 +441,7 @@ fn compare(results: &Results, row_index: usize, peer: &str, want: fn(f64) -> boo
 
 fn absolute(results: &Results, row_index: usize, want: fn(f64) -> bool) -> Verdict {
     match results.number(OURS, &rows()[row_index]) {
-        Some(o) if want(o) => Verdict::Met(fmt_num(o)),
-        Some(o) => Verdict::Missed(fmt_num(o)),
+        Some(o) => Verdict::of(want(o), fmt_num(o)),
         None => Verdict::Unknown("not measured".into()),
     }
 }
@@ -511,11 +509,7 @@ fn targets() -> Vec<Target> {
                         .join(" / "),
                     worst * 100.0
                 );
-                if worst <= 0.2 {
-                    Verdict::Met(text)
-                } else {
-                    Verdict::Missed(text)
-                }
+                Verdict::of(worst <= 0.2, text)
             },
         },
         Target {
@@ -528,11 +522,7 @@ fn targets() -> Vec<Target> {
                 Outcome::Measured(v) => {
                     let note = (rows()[CHURN_P99].note)(&v).unwrap_or_default();
                     let dropped = at(&v, "/brokers_listed_at_end") < at(&v, "/brokers_expected");
-                    if note.starts_with("0 failed") && !dropped {
-                        Verdict::Met(note)
-                    } else {
-                        Verdict::Missed(note)
-                    }
+                    Verdict::of(note.starts_with("0 failed") && !dropped, note)
                 }
                 _ => Verdict::Unknown("not measured".into()),
             },
@@ -547,11 +537,7 @@ fn targets() -> Vec<Target> {
                             at(&v, "/idle/median_p99_ms").map_or("?".into(), fmt_num),
                             at(&v, "/churn/median_p99_ms").map_or("?".into(), fmt_num)
                         );
-                        if x <= 2.0 {
-                            Verdict::Met(text)
-                        } else {
-                            Verdict::Missed(text)
-                        }
+                        Verdict::of(x <= 2.0, text)
                     }
                     None => Verdict::Unknown("not measured".into()),
                 },
@@ -716,48 +702,31 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         writeln!(w, "| {} | {} | {} |", t.text, text, met)?;
     }
 
-    // Controller mode is measured by scripts/bench-controller (real brokers failing over), which
-    // leaves its tables beside the other results.
-    if let Ok(controller) = std::fs::read_to_string(args.results.join("controller.md")) {
-        writeln!(w, "\n## Controller mode\n")?;
-        writeln!(
-            w,
-            "From `scripts/bench-controller` (its own run; the date and commit are in the text).\n"
-        )?;
-        writeln!(w, "{}", controller.trim())?;
-    }
-
-    // NameServers that agree are measured by scripts/bench-peers, likewise.
-    if let Ok(peers) = std::fs::read_to_string(args.results.join("peers.md")) {
-        writeln!(w, "\n## NameServers that agree\n")?;
-        writeln!(w, "{}", peers.trim())?;
-    }
-
-    // Consensus under a registration storm is measured by scripts/bench-peers too, in a section
-    // of its own.
-    if let Ok(consensus) = std::fs::read_to_string(args.results.join("consensus.md")) {
-        writeln!(w, "\n## Consensus under a registration storm\n")?;
-        writeln!(w, "{}", consensus.trim())?;
-    }
-
-    // The rolling restart in the pod simulation is measured by scripts/bench-kube, likewise; its
-    // text carries its own heading.
-    if let Ok(kube) = std::fs::read_to_string(args.results.join("kube.md")) {
-        writeln!(w, "\n{}", kube.trim())?;
-    }
-
-    // The route journal's cost is measured by scripts/bench-journal (ours with the journal on
-    // and off), likewise.
-    if let Ok(journal) = std::fs::read_to_string(args.results.join("journal.md")) {
-        writeln!(w, "\n## Route journal\n")?;
-        writeln!(w, "{}", journal.trim())?;
-    }
-
-    // A million topics and a restart storm are measured by scripts/bench-large (ours, Java, the
-    // canned ceiling), likewise; its text carries its commands.
-    if let Ok(large) = std::fs::read_to_string(args.results.join("large.md")) {
-        writeln!(w, "\n## Big clusters\n")?;
-        writeln!(w, "{}", large.trim())?;
+    // Sections that other scripts measure in runs of their own and leave beside these results,
+    // in this order: controller mode (scripts/bench-controller, real brokers failing over);
+    // NameServers that agree, and consensus under a registration storm (both scripts/bench-peers);
+    // the rolling restart in the pod simulation (scripts/bench-kube; its text carries its own
+    // heading); the route journal's cost (scripts/bench-journal, ours with the journal on and
+    // off); a million topics and a restart storm (scripts/bench-large: ours, Java, the canned
+    // ceiling; its text carries its commands).
+    for (file, heading) in [
+        (
+            "controller.md",
+            "\n## Controller mode\n\nFrom `scripts/bench-controller` (its own run; the date and \
+             commit are in the text).\n\n",
+        ),
+        ("peers.md", "\n## NameServers that agree\n\n"),
+        (
+            "consensus.md",
+            "\n## Consensus under a registration storm\n\n",
+        ),
+        ("kube.md", "\n"),
+        ("journal.md", "\n## Route journal\n\n"),
+        ("large.md", "\n## Big clusters\n\n"),
+    ] {
+        if let Ok(text) = std::fs::read_to_string(args.results.join(file)) {
+            writeln!(w, "{heading}{}", text.trim())?;
+        }
     }
 
     writeln!(w, "\n## Failures in full\n")?;

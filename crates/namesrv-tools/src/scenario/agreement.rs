@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 
 use crate::broker_body::encode_table;
 use crate::cli::{AgreementArgs, BodyForm};
-use crate::fleet::{fresh_data_version, Layout, Member};
+use crate::fleet::{expect_success, fresh_data_version, Layout, Member};
 use crate::stats::{Failures, Latency};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -222,12 +222,7 @@ async fn change_permission(broker: &mut Broker, via: &Client) -> anyhow::Result<
             TIMEOUT,
         )
         .await?;
-    anyhow::ensure!(
-        answer.code == response::SUCCESS,
-        "permission change answered {}: {}",
-        answer.code,
-        answer.remark.unwrap_or_default()
-    );
+    expect_success(answer, "permission change")?;
     broker.writable = !broker.writable;
     Ok(Expect::Writable {
         topic: broker.table[0].0.clone(),

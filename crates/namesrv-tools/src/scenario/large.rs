@@ -54,13 +54,7 @@ pub async fn run(args: &LargeArgs) -> anyhow::Result<Value> {
     // first pass is how fast the routes of a cold cache are served.
     let cold = cold_pass(addr, &topics).await?;
     let load = route_load(addr, &args.load, topics);
-    let runs = measure(
-        &load,
-        args.load.warmup_secs,
-        args.load.runs,
-        args.load.duration_secs,
-    )
-    .await;
+    let runs = measure(&load, &args.load).await;
     let snapshot = match &args.snapshot {
         Some(path) => snapshot_lag(&fleet, path, args.snapshot_changes).await?,
         None => Value::Null,

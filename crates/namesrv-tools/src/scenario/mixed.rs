@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rocketmq_wire::client::Client;
 use serde_json::json;
 
-use super::{measure, route_load, rss_kib};
+use super::{measure, measure_runs, route_load, rss_kib};
 use crate::cli::MixedArgs;
 use crate::fleet::{cluster_members, Background, ChangePolicy, Fleet};
 
@@ -15,13 +15,7 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
     let addr = &args.target.addr;
     let (fleet, registration) = Fleet::register(addr, &args.fleet).await?;
     let load = route_load(addr, &args.load, fleet.layout.all_topics());
-    let idle = measure(
-        &load,
-        args.load.warmup_secs,
-        args.load.runs,
-        args.load.duration_secs,
-    )
-    .await;
+    let idle = measure(&load, &args.load).await;
     let rss_idle = rss_kib(args.target.server_pid);
 
     let policy = ChangePolicy {
@@ -41,7 +35,7 @@ pub async fn run(args: &MixedArgs) -> anyhow::Result<serde_json::Value> {
         0 => None,
         secs => Some(topic_list_polls(addr, Duration::from_secs(secs)).await?),
     };
-    let churn = measure(&load, 0.0, args.churn_runs, args.churn_secs).await;
+    let churn = measure_runs(&load, 0.0, args.churn_runs, args.churn_secs).await;
     let rss_churn = rss_kib(args.target.server_pid);
     let reregistration = reregistration.map(Background::stop);
     let cluster_polls = cluster_polls.map(Background::stop);

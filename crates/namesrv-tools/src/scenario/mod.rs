@@ -65,8 +65,13 @@ pub fn route_load(addr: &str, load: &LoadArgs, topics: Vec<String>) -> RouteLoad
     }
 }
 
+/// Warms up, then measures the runs `args` asks for.
+pub async fn measure(load: &RouteLoad, args: &LoadArgs) -> Runs {
+    measure_runs(load, args.warmup_secs, args.runs, args.duration_secs).await
+}
+
 /// Warms up, then measures `runs` runs of `secs` each.
-pub async fn measure(load: &RouteLoad, warmup_secs: f64, runs: usize, secs: f64) -> Runs {
+pub async fn measure_runs(load: &RouteLoad, warmup_secs: f64, runs: usize, secs: f64) -> Runs {
     if warmup_secs > 0.0 {
         load.run(Duration::from_secs_f64(warmup_secs)).await;
     }

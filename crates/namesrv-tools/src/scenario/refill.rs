@@ -6,7 +6,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rocketmq_wire::body::TopicList;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
@@ -16,7 +15,7 @@ use tokio::net::TcpStream;
 
 use super::startup::{spawn, wait_port_free};
 use crate::cli::RefillArgs;
-use crate::fleet::{cluster_members, Fleet};
+use crate::fleet::{cluster_members, topic_count, Fleet};
 use crate::stats::median;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -128,11 +127,6 @@ async fn differences(
     });
     let differing = futures::future::try_join_all(routes).await?;
     Ok(differing.into_iter().flatten().next())
-}
-
-async fn topic_count(client: &Client) -> anyhow::Result<usize> {
-    let body = crate::fleet::topic_list(client).await?;
-    Ok(TopicList::decode(&body)?.topic_list.len())
 }
 
 /// `topic`'s route with its lists in broker-name order (`None`: not routed).

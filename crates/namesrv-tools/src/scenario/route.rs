@@ -21,13 +21,7 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<serde_json::Value> {
     let topics = fleet.layout.all_topics();
     let topic_count = topics.len();
     let load = route_load(addr, &args.load, topics);
-    let runs = measure(
-        &load,
-        args.load.warmup_secs,
-        args.load.runs,
-        args.load.duration_secs,
-    )
-    .await;
+    let runs = measure(&load, &args.load).await;
     let topic_list = match args.topic_list_runs {
         0 => serde_json::Value::Null,
         n => topic_list(addr, n, topic_count).await?,

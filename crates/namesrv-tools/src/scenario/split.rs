@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rocketmq_wire::body::{TopicList, TopicRouteData};
+use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde_json::{json, Value};
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::{lookups_summary, route_load};
 use crate::broker_body;
 use crate::cli::{BodyForm, SplitArgs};
-use crate::fleet::{fresh_data_version, topic_list, Layout, Member};
+use crate::fleet::{fresh_data_version, topic_count, Layout, Member};
 use crate::route_load::RouteRun;
 use crate::stats::{median, Latency};
 
@@ -51,7 +51,7 @@ pub async fn run(args: &SplitArgs) -> anyhow::Result<Value> {
         first.seconds,
         args.window_secs
     );
-    let listed = listed(addr).await?;
+    let listed = topic_count(&Client::connect(addr).await?).await?;
     anyhow::ensure!(
         listed >= topics.len(),
         "after the first round {listed} of {} topics are listed",
@@ -138,13 +138,6 @@ async fn round(broker: &Member, chunks: &[Bytes]) -> anyhow::Result<Round> {
         seconds: started.elapsed().as_secs_f64(),
         chunk_latency,
     })
-}
-
-async fn listed(addr: &str) -> anyhow::Result<usize> {
-    let client = Client::connect(addr).await?;
-    Ok(TopicList::decode(&topic_list(&client).await?)?
-        .topic_list
-        .len())
 }
 
 /// Every sampled topic routed to the broker with its queues.

@@ -6,14 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use rocketmq_wire::body::{TopicList, TopicRouteData};
+use rocketmq_wire::body::TopicRouteData;
 use rocketmq_wire::client::Client;
 use rocketmq_wire::headers::{GetRouteInfoHeader, RequestHeader};
 use serde_json::{json, Value};
 
 use super::{lookups_summary, route_load};
 use crate::cli::StormArgs;
-use crate::fleet::{cluster_members, topic_list, Fleet};
+use crate::fleet::{cluster_members, topic_count, Fleet};
 
 /// How long the routes may take to be complete before the run gives up.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -79,8 +79,7 @@ async fn complete(addr: &str, fleet: &Fleet, topics: &[String]) -> anyhow::Resul
             missing = Some(format!("{listed} of {members} brokers"));
         }
         if missing.is_none() {
-            let body = topic_list(&client).await?;
-            let n = TopicList::decode(&body)?.topic_list.len();
+            let n = topic_count(&client).await?;
             if n < topics.len() {
                 missing = Some(format!("{n} of {} topics", topics.len()));
             }
