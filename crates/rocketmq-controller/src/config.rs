@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rocketmq_raft::members::{member_id_parts, parse_list, Member, MemberError, Members};
+use rocketmq_raft::members::{parse_list, Member, MemberError, Members};
 use rocketmq_wire::key_table::{Binding, Blacklist};
 
 /// One member of the controller group: its id (`n0`) and the address it serves brokers and its
@@ -14,13 +14,11 @@ pub type Peer = Member;
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
     pub group: String,
-    /// The members a fresh group is formed of, sorted by Raft id. A running group's members are
-    /// those of its replicated membership, which may differ (`docs/controller.md` §5.1).
-    pub peers: Vec<Peer>,
-    /// What every member id starts with (`n` of `n0`): a member's Raft id is the number that
-    /// follows, so that it stays the same whatever members come and go.
-    pub id_prefix: String,
-    pub self_id: String,
+    /// The members a fresh group is formed of (sorted by Raft id) and which of them this node is;
+    /// a running group's members are those of its replicated membership, which may differ
+    /// (`docs/controller.md` §5.1). A member's Raft id is the number after the shared prefix
+    /// (`n0` is 0), so that it stays the same whatever members come and go.
+    pub members: Members,
     pub store_path: PathBuf,
     /// The group's shared secret's file (`controllerPeerSecretPath`), if any.
     pub peer_secret_path: Option<PathBuf>,
@@ -293,9 +291,7 @@ impl ControllerConfig {
         let http = http_address(&table)?;
         Ok(ControllerConfig {
             group,
-            peers: members.list().to_vec(),
-            id_prefix: members.prefix().to_string(),
-            self_id: members.self_id().to_string(),
+            members,
             store_path,
             peer_secret_path: Some(table.peer_secret_path.trim())
                 .filter(|p| !p.is_empty())
@@ -328,39 +324,6 @@ impl ControllerConfig {
         })
     }
 
-    pub fn self_peer(&self) -> &Peer {
-        self.peers
-            .iter()
-            .find(|p| p.id == self.self_id)
-            .expect("checked when the config was read")
-    }
-
-    /// This node's Raft id.
-    pub fn self_node_id(&self) -> u64 {
-        self.node_id(&self.self_id)
-            .expect("checked when the config was read")
-    }
-
-    /// The Raft id of a member id (`n3` → 3), whether or not the config lists it: members
-    /// added later are named the same way.
-    pub fn node_id(&self, peer_id: &str) -> Option<u64> {
-        member_id_parts(peer_id)
-            .filter(|(prefix, _)| *prefix == self.id_prefix)
-            .map(|(_, n)| n)
-    }
-
-    /// The member id of a Raft id (3 → `n3`).
-    pub fn member_name(&self, node_id: u64) -> String {
-        format!("{}{node_id}", self.id_prefix)
-    }
-
-    /// The configured member of a Raft id.
-    pub fn peer(&self, node_id: u64) -> Option<&Peer> {
-        self.peers
-            .iter()
-            .find(|p| self.node_id(&p.id) == Some(node_id))
-    }
-
     /// A key of the config file that is not a controller key (the TLS settings, for one).
     pub fn extra(&self, key: &str) -> Option<&str> {
         self.extras.get(key).map(String::as_str)
@@ -382,9 +345,7 @@ impl ControllerConfig {
             // The group, its members, the store and the fixed keys stay as the node started.
             *self = ControllerConfig {
                 group: self.group.clone(),
-                peers: self.peers.clone(),
-                id_prefix: self.id_prefix.clone(),
-                self_id: self.self_id.clone(),
+                members: self.members.clone(),
                 store_path: self.store_path.clone(),
                 peer_secret_path: self.peer_secret_path.clone(),
                 raft_heartbeat_interval_ms: self.raft_heartbeat_interval_ms,
@@ -402,10 +363,11 @@ impl ControllerConfig {
     pub fn listing(&self) -> String {
         let mut all = rocketmq_wire::key_table::merged(&self.extras, self.table.entries());
         all.insert(keys::GROUP, self.group.clone());
-        all.insert(keys::SELF_ID, self.self_id.clone());
+        all.insert(keys::SELF_ID, self.members.self_id().to_string());
         all.insert(keys::STORE_PATH, self.store_path.display().to_string());
         all.entry(keys::PEERS).or_insert_with(|| {
-            self.peers
+            self.members
+                .list()
                 .iter()
                 .map(|p| format!("{}-{}", p.id, p.addr))
                 .collect::<Vec<_>>()
@@ -527,11 +489,15 @@ mod tests {
         .unwrap();
         assert_eq!(c.group, "group1");
         assert_eq!(
-            c.peers.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            c.members
+                .list()
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect::<Vec<_>>(),
             ["n0", "n1", "n2"]
         );
-        assert_eq!(c.self_node_id(), 1);
-        assert_eq!(c.self_peer().addr, "127.0.0.1:9868");
+        assert_eq!(c.members.self_node(), 1);
+        assert_eq!(c.members.self_member().addr, "127.0.0.1:9868");
         assert_eq!(c.store_path, PathBuf::from("/var/lib/ctl"));
         assert!(c.elect_unclean_master);
         assert!(c.notify_broker_role_changed);
@@ -552,16 +518,20 @@ mod tests {
             Path::new("/h"),
         )
         .unwrap();
-        assert_eq!(c.self_node_id(), 10);
-        assert_eq!(c.node_id("n7"), Some(7), "a member added later");
-        assert_eq!(c.member_name(7), "n7");
-        assert_eq!(c.peer(2).unwrap().addr, "127.0.0.1:2");
+        assert_eq!(c.members.self_node(), 10);
+        assert_eq!(c.members.node_id("n7"), Some(7), "a member added later");
+        assert_eq!(c.members.name(7), "n7");
+        assert_eq!(c.members.get(2).unwrap().addr, "127.0.0.1:2");
         assert_eq!(
-            c.peers.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            c.members
+                .list()
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect::<Vec<_>>(),
             ["n2", "n3", "n10"]
         );
-        assert_eq!(c.node_id("x7"), None);
-        assert_eq!(c.node_id("n07"), None);
+        assert_eq!(c.members.node_id("x7"), None);
+        assert_eq!(c.members.node_id("n07"), None);
         let c = ControllerConfig::from_properties(
             &props(&[
                 ("controllerDLegerPeers", "ctl1-127.0.0.1:1;ctl2-127.0.0.1:2"),
@@ -570,7 +540,10 @@ mod tests {
             Path::new("/h"),
         )
         .unwrap();
-        assert_eq!((c.self_node_id(), c.member_name(5)), (2, "ctl5".into()));
+        assert_eq!(
+            (c.members.self_node(), c.members.name(5)),
+            (2, "ctl5".into())
+        );
         for (bad, me) in [
             ("a-127.0.0.1:1;b-127.0.0.1:2", "a"),
             ("n0-127.0.0.1:1;m1-127.0.0.1:2", "n0"),
@@ -620,8 +593,8 @@ mod tests {
             Path::new("/h"),
         )
         .unwrap();
-        assert_eq!(c.self_id, "n1");
-        assert_eq!(c.self_peer().addr, "127.0.0.1:9771");
+        assert_eq!(c.members.self_id(), "n1");
+        assert_eq!(c.members.self_member().addr, "127.0.0.1:9771");
         assert_eq!(c.group, "jRaft-Controller");
     }
 

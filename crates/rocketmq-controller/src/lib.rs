@@ -55,7 +55,7 @@ pub struct Running {
 
 /// Binds the node's own peer address, opens its store and starts serving.
 pub async fn start(config: ControllerConfig) -> anyhow::Result<Running> {
-    let self_addr = config.self_peer().addr.clone();
+    let self_addr = config.members.self_member().addr.clone();
     let listener = server::bind(&self_addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {self_addr}: {e}"))?;

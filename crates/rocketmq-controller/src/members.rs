@@ -19,7 +19,8 @@ impl Controller {
         if members.nodes.is_empty() {
             let config = self.config.read();
             return config
-                .peers
+                .members
+                .list()
                 .iter()
                 .map(|p| format!("{}:{};", p.id, p.addr))
                 .collect();

@@ -49,12 +49,12 @@ fn group_settings(config: &ControllerConfig, connect: Connect) -> Settings {
     Settings {
         name: config.group.to_string(),
         members_are: "controller nodes",
-        self_id: config.self_node_id(),
-        id_prefix: config.id_prefix.clone(),
+        self_id: config.members.self_node(),
+        id_prefix: config.members.prefix().to_string(),
         members: config
-            .peers
-            .iter()
-            .filter_map(|p| Some((config.node_id(&p.id)?, p.addr.clone())))
+            .members
+            .by_node()
+            .map(|(id, addr)| (id, addr.to_string()))
             .collect(),
         store_path: config.store_path.clone(),
         heartbeat_ms: config.raft_heartbeat_interval_ms,
@@ -245,8 +245,8 @@ impl Controller {
             recent: self.recent.newest(max_groups),
             commits: self.group.commits(),
             group: config.group.clone(),
-            self_id: config.self_id.clone(),
-            address: config.self_peer().addr.clone(),
+            self_id: config.members.self_id().to_string(),
+            address: config.members.self_member().addr.clone(),
             role: raft.state,
             term: raft.term,
             leader_id: leader.as_ref().map(|(id, _)| id.clone()),
@@ -295,7 +295,7 @@ impl Controller {
         let Some(leader) = self.group.raft_leader() else {
             return;
         };
-        let self_id = self.config.read().self_node_id();
+        let self_id = self.config.read().members.self_node();
         let Some((_, addr)) = self.member(leader) else {
             return;
         };
@@ -614,7 +614,7 @@ async fn watch_role(controller: Arc<Controller>) {
                 )
             };
             tracing::info!("{said}");
-            let self_id = controller.config.read().self_id.clone();
+            let self_id = controller.config.read().members.self_id().to_string();
             controller.recent.note("leadership", self_id, note);
         }
         tokio::select! {
