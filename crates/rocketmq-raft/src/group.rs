@@ -229,10 +229,6 @@ impl<M: Machine> Group<M> {
         }
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// The replicated state as this node has applied it.
     pub fn applied(&self) -> &Arc<RwLock<Applied<M>>> {
         &self.applied
@@ -240,14 +236,6 @@ impl<M: Machine> Group<M> {
 
     pub fn source(&self) -> Option<IpAddr> {
         self.source
-    }
-
-    pub fn lease(&self) -> Duration {
-        self.lease
-    }
-
-    pub fn answered(&self) -> &Answered {
-        &self.answered
     }
 
     /// Whether this node leads and a quorum has acknowledged it within the lease: a leader cut
@@ -298,22 +286,14 @@ impl<M: Machine> Group<M> {
         }
         match self.rejoin_state() {
             Some(Rejoin::Probing) => {
-                return Some(
-                    "its store is empty: asking every member whether the group has worked"
-                        .to_string(),
-                )
+                Some("its store is empty: asking every member whether the group has worked".into())
             }
-            Some(Rejoin::CatchingUp { applied, .. }) => {
-                return Some(format!(
-                    "refilling its store from the group, up to entry {applied}"
-                ))
-            }
-            None => {}
+            Some(Rejoin::CatchingUp { applied, .. }) => Some(format!(
+                "refilling its store from the group, up to entry {applied}"
+            )),
+            None if self.leader().is_none() => Some("no leader known".to_string()),
+            None => None,
         }
-        if self.leader().is_none() {
-            return Some("no leader known".to_string());
-        }
-        None
     }
 
     /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
@@ -745,14 +725,9 @@ async fn watch_role<M: Machine>(group: Arc<Group<M>>) {
                 (true, old, new) => new.or(old),
             };
         }
-        {
-            let mut since = group.leader_since.lock();
-            match (leader, since.is_some()) {
-                (true, false) => *since = Some(Instant::now()),
-                (false, true) => *since = None,
-                _ => {}
-            }
-        }
+        // Locked twice, not held across the `select!` below; only this task writes it.
+        let since = *group.leader_since.lock();
+        *group.leader_since.lock() = leader.then(|| since.unwrap_or_else(Instant::now));
         tokio::select! {
             _ = group.shutdown.cancelled() => return,
             changed = metrics.changed() => if changed.is_err() {
@@ -784,14 +759,12 @@ async fn join_or_form<M: Machine>(group: Arc<Group<M>>) {
     // The most any member has reported so far: members answer at different times.
     let mut known = GroupProbe::default();
     let mut waited = 0u32;
-    let target = loop {
+    let (applied, term) = loop {
         // Added as a learner by the leader of a group whose members would not answer it (they
         // trust only their members' hosts): it joined. A learner neither votes nor stands.
         if group.is_learner() {
             tracing::info!("this node was added to the group as a learner");
-            let applied = known.applied.unwrap_or(0);
-            *group.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
-            break applied;
+            break (known.applied.unwrap_or(0), 0);
         }
         let probes = others.iter().map(|addr| group.probe(addr));
         let answers = futures::future::join_all(probes).await;
@@ -811,11 +784,7 @@ async fn join_or_form<M: Machine>(group: Arc<Group<M>>) {
                 "this node's store is empty but the group has worked: joining without forming a \
                  group, no vote until refilled"
             );
-            *group.rejoining.lock() = Some(Rejoin::CatchingUp {
-                applied,
-                term: known.term,
-            });
-            break applied;
+            break (applied, known.term);
         }
         if worked.is_some() && group.leader_heard_at.lock().is_some() {
             // A leader elected without this node reaches it: that leader holds every committed
@@ -824,9 +793,7 @@ async fn join_or_form<M: Machine>(group: Arc<Group<M>>) {
                 member_applied = worked,
                 "this node's store is empty and a leader of the group reaches it: catching up"
             );
-            let applied = worked.unwrap_or(0);
-            *group.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term: 0 });
-            break applied;
+            break (worked.unwrap_or(0), 0);
         }
         if everyone {
             let members: BTreeMap<NodeId, BasicNode> = settings
@@ -856,11 +823,12 @@ async fn join_or_form<M: Machine>(group: Arc<Group<M>>) {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     };
+    *group.rejoining.lock() = Some(Rejoin::CatchingUp { applied, term });
     // Refilled once the state machine has applied what the members had.
     let mut metrics = group.raft.metrics();
     loop {
-        let applied = metrics.borrow().last_applied.map(|l| l.index);
-        if applied.is_some_and(|a| a >= target) {
+        let done = metrics.borrow().last_applied.map(|l| l.index);
+        if done.is_some_and(|a| a >= applied) {
             break;
         }
         tokio::select! {

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -79,24 +81,14 @@ impl<C: Config> RaftNetworkFactory<C> for Network<C> {
     async fn new_client(&mut self, _target: NodeId, node: &BasicNode) -> Self::Network {
         PeerLink {
             addr: node.addr.clone(),
-            source: self.source,
-            codes: self.codes,
-            connect: self.connect.clone(),
-            pool: self.pool.clone(),
-            answered: self.answered.clone(),
-            config: PhantomData,
+            net: self.clone(),
         }
     }
 }
 
 pub struct PeerLink<C> {
     addr: String,
-    source: Option<std::net::IpAddr>,
-    codes: Codes,
-    connect: Connect,
-    pool: Arc<Mutex<HashMap<String, Client>>>,
-    answered: Answered,
-    config: PhantomData<fn() -> C>,
+    net: Network<C>,
 }
 
 /// Which connection a call goes on.
@@ -129,16 +121,16 @@ impl<C> PeerLink<C> {
     ) -> Result<Resp, Failure> {
         let body = serde_json::to_vec(req).map_err(|e| Failure::Network(e.to_string()))?;
         let pooled = match link {
-            Link::Kept => self.pool.lock().get(&self.addr).cloned(),
+            Link::Kept => self.net.pool.lock().get(&self.addr).cloned(),
             Link::Fresh => None,
         };
         let client = match pooled {
             Some(c) => c,
             None => {
-                let c = (self.connect)(self.addr.clone(), self.source, timeout)
+                let c = (self.net.connect)(self.addr.clone(), self.net.source, timeout)
                     .await
                     .map_err(Failure::Unreachable)?;
-                self.pool.lock().insert(self.addr.clone(), c.clone());
+                self.net.pool.lock().insert(self.addr.clone(), c.clone());
                 c
             }
         };
@@ -148,7 +140,7 @@ impl<C> PeerLink<C> {
             Err(e) => {
                 // A timed-out call may leave the connection fine, but a broken one must go:
                 // the next call starts afresh either way, and dropping it stops its reader.
-                self.pool.lock().remove(&self.addr);
+                self.net.pool.lock().remove(&self.addr);
                 // A connection that closed before the answer (the peer went away, or sent
                 // what this side refused, such as a frame over the cap) is unreachable for
                 // openraft, which then backs off instead of reconnecting at once.
@@ -160,7 +152,8 @@ impl<C> PeerLink<C> {
                 });
             }
         };
-        self.answered
+        self.net
+            .answered
             .lock()
             .insert(self.addr.clone(), std::time::Instant::now());
         if resp.code != 0 {
@@ -172,6 +165,27 @@ impl<C> PeerLink<C> {
         }
         let body = resp.body.unwrap_or_default();
         serde_json::from_slice(&body).map_err(|e| Failure::Network(e.to_string()))
+    }
+
+    /// A Raft call: the receiving node's own result, error included, or how the call failed.
+    async fn rpc<Req: Serialize, T, E: std::error::Error>(
+        &mut self,
+        code: i32,
+        req: &Req,
+        option: RPCOption,
+        link: Link,
+    ) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        Answer<T, E>: DeserializeOwned,
+    {
+        match self
+            .call::<_, Answer<T, E>>(code, req, option.hard_ttl(), link)
+            .await
+        {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(RPCError::RemoteError(RemoteError::new(0, e))),
+            Err(f) => Err(rpc_error(f)),
+        }
     }
 }
 
@@ -185,33 +199,14 @@ fn rpc_error<E: std::error::Error>(f: Failure) -> RPCError<NodeId, BasicNode, E>
 /// The answer to a Raft call: the receiving node's own result, error included.
 type Answer<T, E> = Result<T, RaftError<NodeId, E>>;
 
-fn settle<T, E: std::error::Error>(
-    answer: Result<Answer<T, E>, Failure>,
-) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
-    match answer {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(RPCError::RemoteError(openraft::error::RemoteError::new(
-            0, e,
-        ))),
-        Err(f) => Err(rpc_error(f)),
-    }
-}
-
 impl<C: Config> RaftNetwork<C> for PeerLink<C> {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<C>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        settle(
-            self.call(
-                self.codes.append_entries,
-                &rpc,
-                option.hard_ttl(),
-                Link::Kept,
-            )
-            .await,
-        )
+        self.rpc(self.net.codes.append_entries, &rpc, option, Link::Kept)
+            .await
     }
 
     async fn install_snapshot(
@@ -222,15 +217,8 @@ impl<C: Config> RaftNetwork<C> for PeerLink<C> {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        settle(
-            self.call(
-                self.codes.install_snapshot,
-                &rpc,
-                option.hard_ttl(),
-                Link::Kept,
-            )
-            .await,
-        )
+        self.rpc(self.net.codes.install_snapshot, &rpc, option, Link::Kept)
+            .await
     }
 
     async fn vote(
@@ -238,9 +226,7 @@ impl<C: Config> RaftNetwork<C> for PeerLink<C> {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        settle(
-            self.call(self.codes.vote, &rpc, option.hard_ttl(), Link::Fresh)
-                .await,
-        )
+        self.rpc(self.net.codes.vote, &rpc, option, Link::Fresh)
+            .await
     }
 }

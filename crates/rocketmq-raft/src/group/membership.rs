@@ -124,26 +124,25 @@ impl<M: Machine> Group<M> {
     /// A member's peer address: the membership's, or the config's while this node holds no
     /// membership yet.
     pub fn member_addr(&self, id: NodeId) -> Option<String> {
-        let held = self
-            .raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .get_node(&id)
-            .map(|n| n.addr.clone());
+        let stored = self.raft.metrics().borrow().membership_config.clone();
+        let held = stored.membership().get_node(&id).map(|n| n.addr.clone());
         held.or_else(|| self.settings.members.get(&id).cloned())
+    }
+
+    /// Every member's peer address, as [`Group::member_addr`] has them: the membership's, or the
+    /// config's while this node holds no membership yet.
+    pub fn member_nodes(&self) -> BTreeMap<NodeId, String> {
+        let held = self.membership().nodes;
+        if held.is_empty() {
+            self.settings.members.clone()
+        } else {
+            held
+        }
     }
 
     /// (member id, address) of every member but this node, as [`Group::member_addr`] has them.
     pub fn others(&self) -> Vec<(String, String)> {
-        let held = self.membership().nodes;
-        let nodes = if held.is_empty() {
-            self.settings.members.clone()
-        } else {
-            held
-        };
-        nodes
+        self.member_nodes()
             .into_iter()
             .filter(|(id, _)| *id != self.settings.self_id)
             .map(|(id, addr)| (self.name(id), addr))
@@ -236,11 +235,7 @@ impl<M: Machine> Group<M> {
     }
 
     fn lead(&self) -> Result<(), ChangeError> {
-        if self.is_leader() {
-            Ok(())
-        } else {
-            Err(ChangeError::NotLeader)
-        }
+        self.is_leader().then_some(()).ok_or(ChangeError::NotLeader)
     }
 
     /// Keeps the trusted addresses those of the membership, once the node has one: a node
@@ -255,19 +250,12 @@ impl<M: Machine> Group<M> {
             return;
         }
         *seen = Some(at);
-        let addrs: Vec<String> = stored
-            .membership()
-            .nodes()
-            .map(|(_, n)| n.addr.clone())
-            .collect();
+        let m = stored.membership();
+        let addrs: Vec<String> = m.nodes().map(|(_, n)| n.addr.clone()).collect();
         if addrs.is_empty() {
             return;
         }
-        if stored
-            .membership()
-            .get_node(&self.settings.self_id)
-            .is_none()
-        {
+        if m.get_node(&self.settings.self_id).is_none() {
             tracing::warn!(
                 group = %self.settings.name, members = self.settings.members_are,
                 "this node is not in its group's membership (it was removed): it takes no part \
