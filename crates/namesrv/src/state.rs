@@ -149,7 +149,7 @@ impl State {
             && self
                 .controller
                 .as_ref()
-                .is_none_or(|c| c.failure().is_none())
+                .is_none_or(|c| c.group().failure().is_none())
     }
 
     pub fn is_shutting_down(&self) -> bool {

@@ -60,7 +60,7 @@ pub async fn handle(
         .map(|(k, v)| k.len() + v.len())
         .sum();
     // Resolved again for a stranger (a member may have moved): only for the codes that ask.
-    let from_member = (peers_only || members_admin) && controller.is_peer(from).await;
+    let from_member = (peers_only || members_admin) && controller.group().admits(from).await;
     // With the group's secret, members prove who they are on every peer request
     // (`rocketmq_raft::peer_auth`); the address is then the second fence.
     if let Some(sessions) = &controller.peer_sessions {

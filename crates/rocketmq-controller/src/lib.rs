@@ -75,11 +75,15 @@ pub async fn start(config: ControllerConfig) -> anyhow::Result<Running> {
 const HAND_OVER_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Running {
-    /// The first step of leaving: a leader hands its office to another member
-    /// (`Controller::hand_over_before_leaving`), within a bound.
+    /// The first step of leaving (SIGTERM, as a rolling restart sends): a leader hands its office,
+    /// within a bound, to a voter that is caught up and answers, so that a node that has been
+    /// hearing the brokers all along leads on. Restarted at once, a leader that just stopped may
+    /// lead again from its stored vote having heard no broker yet, while the brokers' JVMs still
+    /// send to its old address for as long as they cache its name (30 s), and fail over a master
+    /// that is alive.
     pub async fn prepare_to_leave(&self) {
-        let _ =
-            tokio::time::timeout(HAND_OVER_BOUND, self.controller.hand_over_before_leaving()).await;
+        let leaving = self.controller.group().hand_over_before_leaving();
+        let _ = tokio::time::timeout(HAND_OVER_BOUND, leaving).await;
     }
 
     pub async fn shutdown(self) {

@@ -131,10 +131,10 @@ fn main() -> ExitCode {
             }
             // Fail-stop: a node whose store cannot be written must not linger as a member that
             // answers errors forever; a supervisor restarts it once the disk is fixed.
-            _ = controller.failed() => {
+            _ = controller.group().failed() => {
                 eprintln!(
                     "controller stopped: {}",
-                    controller.failure().unwrap_or_default()
+                    controller.group().failure().unwrap_or_default()
                 );
                 ExitCode::FAILURE
             }

@@ -15,30 +15,11 @@ impl Controller {
 
     /// `n0:host:port;n1:host:port;` of every member, learners included (GET_METADATA_INFO).
     pub(crate) fn members_text(&self) -> String {
-        let members = self.group().membership();
-        if members.nodes.is_empty() {
-            let config = self.config.read();
-            return config
-                .members
-                .list()
-                .iter()
-                .map(|p| format!("{}:{};", p.id, p.addr))
-                .collect();
-        }
-        members
-            .nodes
-            .iter()
-            .map(|(id, addr)| format!("{}:{addr};", self.group().name(*id)))
+        // The config's members until a membership is held: the same ids, so the same names.
+        self.group()
+            .member_nodes()
+            .into_iter()
+            .map(|(id, addr)| format!("{}:{addr};", self.group().name(id)))
             .collect()
-    }
-
-    /// Before this node leaves (SIGTERM, as a rolling restart sends): if it leads, it hands the
-    /// leadership to a voter that is caught up and answers, so that a node that has been hearing
-    /// the brokers all along leads on. Restarted at once, a leader that just stopped may lead
-    /// again from its stored vote having heard no broker yet, while the brokers' JVMs still send
-    /// to its old address for as long as they cache its name (30 s), and fail over a master
-    /// that is alive.
-    pub async fn hand_over_before_leaving(&self) {
-        self.group().hand_over_before_leaving().await
     }
 }

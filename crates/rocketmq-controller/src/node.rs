@@ -16,8 +16,6 @@ use crate::notify::Notifier;
 use crate::raft::{codes, Applied, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
-use prometheus_client::metrics::histogram::Histogram;
-pub use rocketmq_raft::group::RaftStatus;
 use rocketmq_raft::peer_auth::{PeerSecret, PeerSessions};
 use rocketmq_raft::Connect;
 pub use rocketmq_raft::{ConsensusError, Group, Settings};
@@ -167,19 +165,6 @@ impl Controller {
         Ok(())
     }
 
-    /// Whether `ip` is an address of one of the group's members now: one that moved is heard
-    /// as soon as its name resolves there.
-    pub async fn is_peer(&self, ip: std::net::IpAddr) -> bool {
-        self.group.admits(ip).await
-    }
-
-    /// The addresses of the group's members, kept up with the membership and their names.
-    pub fn peer_ips(
-        &self,
-    ) -> tokio::sync::watch::Receiver<std::collections::HashSet<std::net::IpAddr>> {
-        self.group.peer_ips()
-    }
-
     /// Whether this node leads and a quorum has acknowledged it within the lease.
     pub fn is_leader(&self) -> bool {
         self.group.is_leader()
@@ -195,28 +180,14 @@ impl Controller {
         self.unready_reason().is_none()
     }
 
-    /// Why the node stopped serving, if it has: its Raft core hit a fatal error.
-    pub fn failure(&self) -> Option<String> {
-        self.group.failure()
-    }
-
-    /// Resolves once the node has stopped serving for good; [`Controller::failure`] says why.
-    pub async fn failed(&self) {
-        self.group.failed().await
-    }
-
     /// (leader id, leader address) as the group's members are named in the config, for the
     /// leader this node vouches for (`Group::leader`).
     pub fn leader(&self) -> Option<(String, String)> {
         self.member(self.group.leader()?)
     }
 
-    pub fn raft_status(&self) -> RaftStatus {
-        self.group.status()
-    }
-
     pub fn view(&self, max_groups: usize) -> ControllerView {
-        let raft = self.raft_status();
+        let raft = self.group.status();
         // The leader this node vouches for (its lease, or word from the leader within it), as
         // brokers are told: Raft's own view keeps naming a leader nobody has heard from.
         let leader = self.leader();
@@ -276,11 +247,6 @@ impl Controller {
                 member: self.group.member_row(&m),
             })
             .collect()
-    }
-
-    /// How long proposals took to commit, for the metrics.
-    pub fn commit_seconds(&self) -> &Histogram {
-        self.group.commit_seconds()
     }
 
     pub fn on_heartbeat(&self, key: BrokerKey, beat: crate::heartbeat::Heartbeat, via: Via) {

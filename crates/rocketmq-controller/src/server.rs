@@ -68,7 +68,7 @@ pub async fn serve(listener: TcpListener, controller: Arc<Controller>, stop: Can
     )));
     // Brokers filling the port must not cut the nodes off from each other, members added
     // later included.
-    let mut peer_ips = controller.peer_ips();
+    let mut peer_ips = controller.group().peer_ips();
     for ip in peer_ips.borrow_and_update().iter() {
         admission.trust(*ip);
     }
