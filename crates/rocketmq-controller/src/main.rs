@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Parser;
 use rocketmq_controller::ControllerConfig;
 
@@ -21,31 +22,28 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    run(Cli::parse()).unwrap_or_else(refused)
+}
+
+/// A node that cannot start says why and exits with 255.
+fn refused(e: anyhow::Error) -> ExitCode {
+    eprintln!("{e:#}");
+    ExitCode::from(255)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let props = match &cli.config_file {
-        Some(path) => match std::fs::read(path)
+        Some(path) => std::fs::read(path)
             .map_err(|e| e.to_string())
             .and_then(|b| rocketmq_wire::properties::parse(&b).map_err(|e| e.to_string()))
-        {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("cannot read {}: {e}", path.display());
-                return ExitCode::from(255);
-            }
-        },
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?,
         None => Vec::new(),
     };
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let config = match ControllerConfig::from_properties(&props, &home) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(255);
-        }
-    };
+    let config = ControllerConfig::from_properties(&props, &home)?;
     if cli.print_config_item {
         print!("{}", config.listing());
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     {
         use tracing_subscriber::layer::SubscriberExt;
@@ -61,42 +59,22 @@ fn main() -> ExitCode {
             .with(filter)
             .init();
     }
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
-            return ExitCode::from(255);
-        }
-    };
-    runtime.block_on(async move {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let served = runtime.block_on(async move {
         // SIGTERM is how systemd and Docker stop a service, SIGINT a terminal's Ctrl-C: both take
         // the graceful path, also when they arrive while the node is still starting.
         use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("cannot handle SIGTERM: {e}");
-                return ExitCode::from(255);
-            }
-        };
+        let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
         // Bound first: a port that is taken fails the start before the node joins its group.
         let http = match &config.http {
-            Some(addr) => match tokio::net::TcpListener::bind(addr).await {
-                Ok(listener) => Some(listener),
-                Err(e) => {
-                    eprintln!("cannot listen for HTTP on {addr}: {e}");
-                    return ExitCode::from(255);
-                }
-            },
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen for HTTP on {addr}"))?,
+            ),
             None => None,
         };
-        let running = match rocketmq_controller::start(config).await {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("{e:#}");
-                return ExitCode::from(255);
-            }
-        };
+        let running = rocketmq_controller::start(config).await?;
         println!("Controller Server boot success, address {}", running.addr);
         let controller = running.controller.clone();
         let stop_http = tokio_util::sync::CancellationToken::new();
@@ -122,7 +100,7 @@ fn main() -> ExitCode {
                 _ = term.recv() => {}
             }
         };
-        tokio::select! {
+        anyhow::Ok(tokio::select! {
             _ = stop_signal => {
                 running.prepare_to_leave().await;
                 stop.await;
@@ -138,6 +116,8 @@ fn main() -> ExitCode {
                 );
                 ExitCode::FAILURE
             }
-        }
-    })
+        })
+    });
+    // Said before the runtime is dropped: dropping it waits for its blocking tasks.
+    Ok(served.unwrap_or_else(refused))
 }
