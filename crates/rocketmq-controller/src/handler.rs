@@ -236,25 +236,16 @@ pub async fn handle(
                 Err(_) => invalid("memberId is required"),
             }
         }
-        codes::TAKE_LEADERSHIP
-        | codes::RAFT_APPEND_ENTRIES
-        | codes::RAFT_VOTE
-        | codes::RAFT_INSTALL_SNAPSHOT
-        | codes::GROUP_PROBE => {
-            match controller
-                .group()
-                .serve(req.code, req.body.as_deref())
-                .await
-            {
-                Some(Served::Answer(body)) => ResponseDraft::ok().body(body),
-                Some(Served::Refused(why)) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
-                Some(Served::Malformed) | None => invalid("malformed raft message"),
-            }
-        }
-        other => ResponseDraft::code(
-            response::REQUEST_CODE_NOT_SUPPORTED,
-            &format!(" request type {other} not supported"),
-        ),
+        // The group's own Raft codes (`Group::serve` answers those), else none of ours.
+        other => match controller.group().serve(other, req.body.as_deref()).await {
+            Some(Served::Answer(body)) => ResponseDraft::ok().body(body),
+            Some(Served::Refused(why)) => ResponseDraft::code(response::SYSTEM_ERROR, &why),
+            Some(Served::Malformed) => invalid("malformed raft message"),
+            None => ResponseDraft::code(
+                response::REQUEST_CODE_NOT_SUPPORTED,
+                &format!(" request type {other} not supported"),
+            ),
+        },
     };
     if req.is_oneway() {
         return None;

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ControllerConfig;
 use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
-use crate::notify::Notifier;
 use crate::raft::{codes, Applied, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
@@ -78,7 +77,6 @@ pub struct Controller {
     /// The node's part in the controller group: the replicated state, the lease, the deadlines.
     group: Arc<ControllerGroup>,
     live: Mutex<LiveTable>,
-    notifier: Notifier,
     counters: Counters,
     /// With `controllerPeerSecretPath`: the sealed links other nodes opened to this one.
     pub(crate) peer_sessions: Option<PeerSessions>,
@@ -125,7 +123,6 @@ impl Controller {
             config: RwLock::new(config),
             group,
             live: Mutex::new(LiveTable::default()),
-            notifier: Notifier,
             counters: Counters::default(),
             recent: Recent::default(),
             shutdown,
@@ -438,7 +435,7 @@ impl Controller {
             self.counters
                 .role_notifications
                 .fetch_add(1, Ordering::Relaxed);
-            self.notifier.notify(addr, change.clone());
+            crate::notify::notify(addr, change.clone());
         }
     }
 

@@ -11,28 +11,21 @@ use crate::replicated::RoleChange;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Each notice on a connection of its own: a broker that restarted since the last notice would
-/// leave a kept connection half-dead, and the write into it would vanish without an error.
-/// Notices are rare (one per member per election), a connection per notice costs nothing.
-#[derive(Clone, Default)]
-pub struct Notifier;
-
-impl Notifier {
-    pub fn notify(&self, addr: String, change: RoleChange) {
-        tokio::spawn(async move {
-            let request = role_changed_request(&change);
-            let client = match Client::connect_within(&addr, CONNECT_TIMEOUT).await {
-                Ok(c) => c,
-                Err(_) => {
-                    tracing::warn!(broker = %addr, "cannot reach a broker to tell it its role changed");
-                    return;
-                }
-            };
-            if client.send_oneway(request).await.is_err() {
-                tracing::warn!(broker = %addr, "lost the connection to a broker while telling it its role changed");
-            }
-        });
-    }
+/// Tells the broker at `addr`. Each notice on a connection of its own: a broker that restarted
+/// since the last notice would leave a kept connection half-dead, and the write into it would
+/// vanish without an error. Notices are rare (one per member per election), a connection per
+/// notice costs nothing.
+pub fn notify(addr: String, change: RoleChange) {
+    tokio::spawn(async move {
+        let request = role_changed_request(&change);
+        let Ok(client) = Client::connect_within(&addr, CONNECT_TIMEOUT).await else {
+            tracing::warn!(broker = %addr, "cannot reach a broker to tell it its role changed");
+            return;
+        };
+        if client.send_oneway(request).await.is_err() {
+            tracing::warn!(broker = %addr, "lost the connection to a broker while telling it its role changed");
+        }
+    });
 }
 
 /// The request Java's controller sends: header fields of the new master, body the sync-state set.

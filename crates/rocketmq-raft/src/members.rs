@@ -213,15 +213,10 @@ pub fn resolve_self_id(given: &str, prefix: &str) -> Result<String, String> {
 /// The ordinal that ends a host's first label after a `-`: `mqnamesrv-2` and
 /// `mqnamesrv-2.mqnamesrv-members` give 2; `mqnamesrv`, `mqnamesrv-` and `mqnamesrv-02` none.
 pub fn host_ordinal(host: &str) -> Option<u64> {
-    let label = host.split('.').next()?;
-    let (_, digits) = label.rsplit_once('-')?;
-    if digits.is_empty()
-        || !digits.bytes().all(|b| b.is_ascii_digit())
-        || (digits.len() > 1 && digits.starts_with('0'))
-    {
-        return None;
-    }
-    digits.parse().ok()
+    let (_, digits) = host.split('.').next()?.rsplit_once('-')?;
+    member_id_parts(digits)
+        .filter(|(prefix, _)| prefix.is_empty())
+        .map(|(_, n)| n)
 }
 
 #[cfg(test)]

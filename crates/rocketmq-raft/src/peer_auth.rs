@@ -11,6 +11,7 @@
 //! connection repeats a sequence number already seen. No clock is involved. The source address stays a second fence (`trust`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -82,10 +83,6 @@ fn nonce() -> [u8; 16] {
     n
 }
 
-fn encode(bytes: &[u8]) -> String {
-    B64.encode(bytes)
-}
-
 fn decode(s: &str) -> Option<Vec<u8>> {
     if s.len() > MAX_FIELD_CHARS {
         return None;
@@ -126,22 +123,18 @@ fn put_mac(key: &hmac::Key, label: &[u8], number: u64, cmd: &mut RemotingCommand
     let tag = mac(key, label, number, cmd);
     cmd.ext_fields
         .get_or_insert_with(Default::default)
-        .insert(MAC.into(), encode(&tag.as_ref()[..MAC_BYTES]));
+        .insert(MAC.into(), B64.encode(&tag.as_ref()[..MAC_BYTES]));
 }
 
 /// The connecting side of a sealed link.
 struct ClientSeal {
     key: hmac::Key,
-    next: Mutex<u64>,
+    next: AtomicU64,
 }
 
 impl FrameSeal for ClientSeal {
     fn seal(&self, request: &mut RemotingCommand) {
-        let seq = {
-            let mut next = self.next.lock();
-            *next += 1;
-            *next
-        };
+        let seq = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         request
             .ext_fields
             .get_or_insert_with(Default::default)
@@ -162,7 +155,7 @@ pub async fn handshake(
     deadline: std::time::Duration,
 ) -> Result<(), String> {
     let mine = nonce();
-    let hello = RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&mine));
+    let hello = RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, B64.encode(mine));
     let answer = client
         .invoke(hello, deadline)
         .await
@@ -185,7 +178,7 @@ pub async fn handshake(
     }
     client.seal_with(Arc::new(ClientSeal {
         key,
-        next: Mutex::new(0),
+        next: AtomicU64::new(0),
     }));
     Ok(())
 }
@@ -270,8 +263,8 @@ impl PeerSessions {
             },
         );
         RemotingCommand::response_to(r, rocketmq_wire::codes::response::SUCCESS)
-            .with_ext(SERVER_NONCE, encode(&mine))
-            .with_ext(PROOF, encode(proof.as_ref()))
+            .with_ext(SERVER_NONCE, B64.encode(mine))
+            .with_ext(PROOF, B64.encode(proof))
     }
 
     /// Whether `r` came sealed on connection `conn` by a member that made the handshake there,
@@ -332,12 +325,12 @@ mod tests {
         let sessions = PeerSessions::new(secret());
         let answer = sessions.hello(
             7,
-            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&[1; 16])),
+            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, B64.encode([1; 16])),
         );
         let theirs = decode(answer.ext(SERVER_NONCE).unwrap()).unwrap();
         let seal = ClientSeal {
             key: secret().session(&[1; 16], &theirs),
-            next: Mutex::new(0),
+            next: AtomicU64::new(0),
         };
         let mut first = RemotingCommand::request(1216).with_ext("x", "1");
         first.body = Some(bytes::Bytes::from_static(b"{\"Put\":{}}"));
@@ -352,7 +345,7 @@ mod tests {
         assert!(sessions.check(8, &first).is_err());
         sessions.hello(
             8,
-            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, encode(&[2; 16])),
+            &RemotingCommand::request(PEER_HELLO).with_ext(CLIENT_NONCE, B64.encode([2; 16])),
         );
         assert_eq!(
             sessions.check(8, &first),
@@ -383,7 +376,7 @@ mod tests {
                 .ext_fields
                 .as_mut()
                 .unwrap()
-                .insert(MAC.into(), encode(wrong));
+                .insert(MAC.into(), B64.encode(wrong));
             assert_eq!(
                 sessions.check(7, &forged),
                 Err("peer request with a wrong MAC")

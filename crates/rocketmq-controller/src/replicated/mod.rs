@@ -169,7 +169,7 @@ struct BrokerEntry {
 /// One broker name: Java's BrokerReplicaInfo and SyncStateInfo together. Java keeps them in two
 /// tables that a partial clean can leave out of step (one gone, the other not), after which the
 /// group can neither register nor be re-created cleanly; one record cannot drift that way.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Group {
     cluster_name: String,
     next_assign_broker_id: i64,
@@ -182,18 +182,6 @@ struct Group {
 }
 
 impl Group {
-    fn new(cluster_name: &str) -> Self {
-        Group {
-            cluster_name: cluster_name.to_string(),
-            next_assign_broker_id: FIRST_BROKER_ID,
-            brokers: BTreeMap::new(),
-            master_epoch: 0,
-            sync_state_set_epoch: 0,
-            sync_state_set: BTreeSet::new(),
-            master_broker_id: None,
-        }
-    }
-
     fn address_of(&self, id: i64) -> Option<&str> {
         self.brokers.get(&id).map(|b| b.address.as_str())
     }
@@ -350,9 +338,12 @@ impl ControllerState {
                     format!("Broker-set {broker_name} hasn't been registered in the controller, so its first broker must apply for id {FIRST_BROKER_ID}, not {applied}"),
                 );
             }
-            let mut group = Group::new(cluster_name);
-            group.brokers.insert(applied, entry);
-            group.next_assign_broker_id = applied + 1;
+            let group = Group {
+                cluster_name: cluster_name.to_string(),
+                next_assign_broker_id: applied + 1,
+                brokers: BTreeMap::from([(applied, entry)]),
+                ..Group::default()
+            };
             self.groups.insert(broker_name.to_string(), group);
             return reply;
         };
@@ -802,11 +793,7 @@ impl ControllerState {
                 master_epoch: g.master_epoch,
                 sync_state_set_epoch: g.sync_state_set_epoch,
                 sync_state_set: g.sync_state_set.iter().copied().collect(),
-                brokers: g
-                    .brokers
-                    .iter()
-                    .map(|(id, b)| (*id, b.address.clone()))
-                    .collect(),
+                brokers: g.addresses().into_iter().collect(),
             })
             .collect()
     }
