@@ -7,10 +7,6 @@ use std::path::{Path, PathBuf};
 use rocketmq_raft::members::{parse_list, Member, MemberError, Members};
 use rocketmq_wire::key_table::{Binding, Blacklist};
 
-/// One member of the controller group: its id (`n0`) and the address it serves brokers and its
-/// peers on.
-pub type Peer = Member;
-
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
     pub group: String,
@@ -387,7 +383,7 @@ fn given(value: &Option<String>) -> Option<&str> {
 /// The JRaft flavour names its members by their Raft address (`jRaftInitConf`, `jRaftServerId`)
 /// and lists the addresses brokers use in the same order (`jRaftControllerRPCAddr`). Our nodes
 /// talk Raft on the broker address too, so a member is its RPC address, named `n<position>`.
-fn jraft_peers(table: &ControllerKeys) -> Result<(String, Vec<Peer>, String), ConfigError> {
+fn jraft_peers(table: &ControllerKeys) -> Result<(String, Vec<Member>, String), ConfigError> {
     let split = |v: &str| -> Vec<String> {
         v.split(',')
             .map(str::trim)
@@ -416,7 +412,7 @@ fn jraft_peers(table: &ControllerKeys) -> Result<(String, Vec<Peer>, String), Co
     let peers = rpc
         .iter()
         .enumerate()
-        .map(|(i, addr)| Peer {
+        .map(|(i, addr)| Member {
             id: format!("n{i}"),
             addr: addr.clone(),
         })
