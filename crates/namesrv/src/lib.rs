@@ -162,10 +162,10 @@ pub async fn run(
         Some(group) => Some(peers::routes::PeerRoutes::new(
             {
                 let group = group.clone();
-                Box::new(move || group.others())
+                Box::new(move || group.raft().others())
             },
             peer_connector()?,
-            group.source(),
+            group.raft().source(),
         )),
         None => None,
     };
@@ -311,7 +311,8 @@ pub async fn run(
     }
     // So does the KV group's leader, so that KV writes meet a leader at once.
     if let Some(group) = &peer_group {
-        let _ = tokio::time::timeout(HAND_OVER_BOUND, group.hand_over_before_leaving()).await;
+        let _ =
+            tokio::time::timeout(HAND_OVER_BOUND, group.raft().hand_over_before_leaving()).await;
     }
     let (graceful, wait) = {
         let s = state.config.settings();

@@ -20,7 +20,7 @@ use crate::state::State;
 pub fn list(state: &State, r: &RemotingCommand) -> HandlerResult {
     Ok(match &state.peer_group {
         None => no_group(r),
-        Some(group) => answer(group, r, group.list_members()),
+        Some(group) => answer(group, r, group.raft().list_members()),
     })
 }
 
@@ -30,7 +30,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
     let Some(group) = &state.peer_group else {
         return Ok(no_group(r));
     };
-    if !c.origin.peer.is_loopback() && !group.is_peer(c.origin.peer).await {
+    if !c.origin.peer.is_loopback() && !group.raft().admits(c.origin.peer).await {
         return Ok(
             RemotingCommand::response_to(r, resp::NO_PERMISSION).with_remark(
                 "member changes are accepted from the hosts of the KV group's members or loopback \
@@ -38,38 +38,26 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
             ),
         );
     }
-    let invalid = |why: &str| {
-        RemotingCommand::response_to(r, resp::CONTROLLER_INVALID_REQUEST).with_remark(why)
+    let change = match r.code {
+        req::NAMESRV_ADD_MEMBER => AddMemberRequestHeader::from_command(r)
+            .map(|h| MemberChange::Add {
+                id: h.member_id,
+                addr: h.member_address,
+            })
+            .map_err(|_| "memberId and memberAddress are required"),
+        req::NAMESRV_REMOVE_MEMBER => RemoveMemberRequestHeader::from_command(r)
+            .map(|h| MemberChange::Remove { id: h.member_id })
+            .map_err(|_| "memberId is required"),
+        _ => TransferLeaderRequestHeader::from_command(r)
+            .map(|h| MemberChange::TransferLeader { id: h.member_id })
+            .map_err(|_| "memberId is required"),
     };
-    let result = match r.code {
-        req::NAMESRV_ADD_MEMBER => match AddMemberRequestHeader::from_command(r) {
-            Ok(h) => {
-                let add = MemberChange::Add {
-                    id: h.member_id,
-                    addr: h.member_address,
-                };
-                group.change_members(add).await
-            }
-            Err(_) => return Ok(invalid("memberId and memberAddress are required")),
-        },
-        req::NAMESRV_REMOVE_MEMBER => match RemoveMemberRequestHeader::from_command(r) {
-            Ok(h) => {
-                group
-                    .change_members(MemberChange::Remove { id: h.member_id })
-                    .await
-            }
-            Err(_) => return Ok(invalid("memberId is required")),
-        },
-        _ => match TransferLeaderRequestHeader::from_command(r) {
-            Ok(h) => {
-                group
-                    .change_members(MemberChange::TransferLeader { id: h.member_id })
-                    .await
-            }
-            Err(_) => return Ok(invalid("memberId is required")),
-        },
-    };
-    Ok(answer(group, r, result))
+    Ok(match change {
+        Ok(change) => answer(group, r, group.raft().change_members(change).await),
+        Err(why) => {
+            RemotingCommand::response_to(r, resp::CONTROLLER_INVALID_REQUEST).with_remark(why)
+        }
+    })
 }
 
 fn answer(

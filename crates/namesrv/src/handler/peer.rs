@@ -59,7 +59,7 @@ async fn admit<'a>(
     };
     // A forged vote with a high term would depose the leader, a forged write skip the
     // signature check its first NameServer made.
-    if !group.is_peer(c.origin.peer).await {
+    if !group.raft().admits(c.origin.peer).await {
         static TOLD: RefusalLog = RefusalLog::new();
         if let Some(refused) = TOLD.tell() {
             tracing::warn!(from = %c.origin.peer, code = r.code, refused, "KV group requests from a non-member refused (refused: how many since the last such line)");

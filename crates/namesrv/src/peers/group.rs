@@ -11,15 +11,13 @@
 //! peers on over existing NameServers loses no entry any of them held.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rocketmq_raft::group::{Served, DEADLINE};
-use rocketmq_raft::{ChangeError, ConsensusError, Group, MemberChange, NodeId, Settings};
-use rocketmq_wire::body::GroupMembers;
+use rocketmq_raft::{ConsensusError, Group, NodeId, Settings};
 use rocketmq_wire::client::Client;
 use rocketmq_wire::codes::response as resp;
 use rocketmq_wire::RemotingCommand;
@@ -117,33 +115,10 @@ impl PeerGroup {
         self.group.shutdown().await;
     }
 
-    /// Whether `ip` is a member's address now: a member that moved is heard as soon as its
-    /// name resolves there.
-    pub async fn is_peer(&self, ip: IpAddr) -> bool {
-        self.group.admits(ip).await
-    }
-
-    /// The node's own address, which its connections to peers come from.
-    pub fn source(&self) -> Option<IpAddr> {
-        self.group.source()
-    }
-
-    /// (member id, address) of every other member, as the group's membership has them now.
-    pub fn others(&self) -> Vec<(String, String)> {
-        self.group.others()
-    }
-
-    /// The members as the leader sees them; refused by a follower.
-    pub fn list_members(&self) -> Result<GroupMembers, ChangeError> {
-        self.group.list_members()
-    }
-
-    /// Adds, removes a member or hands the leadership over, on the leader.
-    pub async fn change_members(
-        &self,
-        change: MemberChange<'_>,
-    ) -> Result<GroupMembers, ChangeError> {
-        self.group.change_members(change).await
+    /// The raft group itself: membership, addresses and leadership hand-over, as its own
+    /// methods say.
+    pub fn raft(&self) -> &Group<KvAndAdmin> {
+        &self.group
     }
 
     /// The address of the leader this node vouches for, when another member leads: where a
@@ -153,11 +128,6 @@ impl PeerGroup {
         (leader != self.self_id)
             .then(|| self.group.member_addr(leader))
             .flatten()
-    }
-
-    /// Hands the leadership on before this NameServer stops, if it leads.
-    pub async fn hand_over_before_leaving(&self) {
-        self.group.hand_over_before_leaving().await
     }
 
     /// Whether this node has caught up with its group since it started (or given up waiting).
@@ -206,10 +176,6 @@ impl PeerGroup {
             self.group.others().len() + 1,
             last_error
         )))
-    }
-
-    pub(super) fn applied(&self) -> Option<u64> {
-        self.group.applied_index()
     }
 
     /// Passes `cmd` to the leader; the index it took in the log once it is committed.
@@ -431,10 +397,8 @@ impl PeerGroup {
         let Some(addr) = self.group.member_addr(leader) else {
             return false;
         };
-        match self.group.probe(&addr).await {
-            Some(probe) => self.applied() >= probe.applied,
-            None => false,
-        }
+        let probe = self.group.probe(&addr).await;
+        probe.is_some_and(|p| self.group.applied_index() >= p.applied)
     }
 
     /// Offers this node's own KV file to the group once, keeps the KV store up with what this

@@ -16,7 +16,7 @@ impl PeerGroup {
             role: figures.role,
             term: figures.term,
             leader: self.group.leader().map(|id| self.group.name(id)),
-            applied: self.applied(),
+            applied: self.group.applied_index(),
             caught_up: self.caught_up(),
             quorum_contact_ms: figures.quorum_contact_ms,
             members: figures
@@ -96,7 +96,7 @@ impl prometheus_client::collector::Collector for PeerGroupCollector {
             &mut encoder,
             "peers_kv_applied_index",
             "The last KV group log entry this NameServer applied",
-            g.applied().unwrap_or(0) as i64,
+            g.group.applied_index().unwrap_or(0) as i64,
         )
     }
 }
