@@ -234,13 +234,13 @@ pub async fn run(
     let decode_budget = DecodeBudget::for_frames_up_to(server.max_frame_length.max(0) as usize);
     let mut metrics = metrics::Metrics::default();
     if let Some(running) = &controller {
-        metrics.watch_controller(running.controller.clone());
+        rocketmq_controller::metrics::register(metrics.registry(), running.controller.clone());
     }
     if let Some(group) = &peer_group {
-        metrics.watch_peer_group(group.clone());
+        peers::view::register_metrics(metrics.registry(), group.clone());
     }
     if let Some(routes) = &peer_routes {
-        metrics.watch_peer_routes(routes.clone());
+        peers::routes::register_metrics(metrics.registry(), routes.clone());
     }
     let mut registry = restored.routes;
     if peer_routes.is_some() {

@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use rocketmq_http::Escaped;
 use tokio_util::sync::CancellationToken;
 
@@ -150,125 +150,87 @@ impl Default for Series {
     }
 }
 
-/// Only codes the server serves get a label of their own, whatever the answer (during a
-/// graceful shutdown every request is answered GO_AWAY, served code or not).
-fn code_label(code: i32, served: bool) -> Code {
-    Code(served.then_some(code))
+/// A new `M`, registered in `registry` as `name` with `help`.
+fn metric<M: Metric + Clone + Default>(registry: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("namesrv");
-        let requests = Family::<RequestLabels, Counter>::default();
+        let r = &mut registry;
+        let requests = metric(r, "requests", "Requests by request code and response code");
         let latency = Family::<CodeLabel, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.000_01, 4.0, 10))
         });
-        let m = Metrics {
+        r.register(
+            "request_duration_seconds",
+            "Time to serve a request, by request code",
+            latency.clone(),
+        );
+        Metrics {
             requests,
             latency,
-            connections: Gauge::default(),
-            connections_refused: Counter::default(),
-            registrations: Counter::default(),
-            repeat_registrations: Counter::default(),
-            unregistrations: Counter::default(),
-            stale_unregistrations: Counter::default(),
-            expirations: Counter::default(),
-            kv_writes: Counter::default(),
-            brokers_alive: Family::default(),
-            topics: Gauge::default(),
-            snapshot_age: Gauge::default(),
-            snapshot_save_seconds: Gauge::default(),
-            ready: Gauge::default(),
+            connections: metric(r, "connections", "Open connections"),
+            connections_refused: metric(
+                r,
+                "connections_refused",
+                "Connections closed at once for being over a connection cap",
+            ),
+            registrations: metric(
+                r,
+                "broker_registrations",
+                "REGISTER_BROKER requests applied",
+            ),
+            repeat_registrations: metric(
+                r,
+                "broker_repeat_registrations",
+                "REGISTER_BROKER requests identical to the broker's previous one, applied without decoding",
+            ),
+            unregistrations: metric(
+                r,
+                "broker_unregistrations",
+                "Broker addresses removed (unregistration, expiry or connection loss)",
+            ),
+            stale_unregistrations: metric(
+                r,
+                "broker_stale_unregistrations_ignored",
+                "Broker removals (unregistration, expiry or connection loss) left unapplied because the broker registered again after they were decided",
+            ),
+            expirations: metric(r, "broker_expirations", "Brokers expired for silence"),
+            kv_writes: metric(r, "kv_writes", "KV store changes persisted"),
+            brokers_alive: metric(r, "brokers_alive", "Live broker addresses per cluster"),
+            topics: metric(r, "topics", "Topics with at least one queue"),
+            snapshot_age: metric(
+                r,
+                "route_snapshot_age_seconds",
+                "Seconds since the route snapshot was last written (-1: never)",
+            ),
+            snapshot_save_seconds: metric(
+                r,
+                "route_snapshot_save_seconds",
+                "How long the last route snapshot took to write, from reading the table to fsync",
+            ),
+            ready: metric(
+                r,
+                "ready",
+                "1 when serving routes (as /readyz answers 200), 0 while waiting for brokers or shutting down",
+            ),
             snapshot_saved_ms: AtomicI64::new(0),
             window: std::array::from_fn(|_| AtomicU64::new(0)),
             series: Default::default(),
-            registry: Registry::default(),
-        };
-        registry.register(
-            "requests",
-            "Requests by request code and response code",
-            m.requests.clone(),
-        );
-        registry.register(
-            "request_duration_seconds",
-            "Time to serve a request, by request code",
-            m.latency.clone(),
-        );
-        registry.register("connections", "Open connections", m.connections.clone());
-        registry.register(
-            "connections_refused",
-            "Connections closed at once for being over a connection cap",
-            m.connections_refused.clone(),
-        );
-        registry.register(
-            "broker_registrations",
-            "REGISTER_BROKER requests applied",
-            m.registrations.clone(),
-        );
-        registry.register(
-            "broker_repeat_registrations",
-            "REGISTER_BROKER requests identical to the broker's previous one, applied without decoding",
-            m.repeat_registrations.clone(),
-        );
-        registry.register(
-            "broker_unregistrations",
-            "Broker addresses removed (unregistration, expiry or connection loss)",
-            m.unregistrations.clone(),
-        );
-        registry.register(
-            "broker_stale_unregistrations_ignored",
-            "Broker removals (unregistration, expiry or connection loss) left unapplied because the broker registered again after they were decided",
-            m.stale_unregistrations.clone(),
-        );
-        registry.register(
-            "broker_expirations",
-            "Brokers expired for silence",
-            m.expirations.clone(),
-        );
-        registry.register(
-            "kv_writes",
-            "KV store changes persisted",
-            m.kv_writes.clone(),
-        );
-        registry.register(
-            "brokers_alive",
-            "Live broker addresses per cluster",
-            m.brokers_alive.clone(),
-        );
-        registry.register("topics", "Topics with at least one queue", m.topics.clone());
-        registry.register(
-            "route_snapshot_age_seconds",
-            "Seconds since the route snapshot was last written (-1: never)",
-            m.snapshot_age.clone(),
-        );
-        registry.register(
-            "route_snapshot_save_seconds",
-            "How long the last route snapshot took to write, from reading the table to fsync",
-            m.snapshot_save_seconds.clone(),
-        );
-        registry.register(
-            "ready",
-            "1 when serving routes (as /readyz answers 200), 0 while waiting for brokers or shutting down",
-            m.ready.clone(),
-        );
-        Metrics { registry, ..m }
+            registry,
+        }
     }
 }
 
 impl Metrics {
-    /// Adds the embedded controller node's figures to every scrape.
-    pub fn watch_controller(&mut self, controller: Arc<rocketmq_controller::Controller>) {
-        rocketmq_controller::metrics::register(&mut self.registry, controller);
-    }
-
-    /// Adds the NameServers' KV group's figures to every scrape.
-    pub fn watch_peer_group(&mut self, group: Arc<crate::peers::group::PeerGroup>) {
-        crate::peers::view::register_metrics(&mut self.registry, group);
-    }
-
-    /// Adds the route exchange's figures to every scrape.
-    pub fn watch_peer_routes(&mut self, routes: Arc<crate::peers::routes::PeerRoutes>) {
-        crate::peers::routes::register_metrics(&mut self.registry, routes);
+    /// The registry the embedded controller, the KV group and the route exchange add their
+    /// figures to (`lib.rs`), for every scrape.
+    pub fn registry(&mut self) -> &mut Registry {
+        &mut self.registry
     }
 
     /// Adds the route journal's counts by cause and its size to every scrape.
@@ -279,7 +241,7 @@ impl Metrics {
 
     /// Counts a request; `served` says whether the server serves its code.
     pub fn request(&self, code: i32, served: bool, result: i32, took: Duration) {
-        let code = code_label(code, served);
+        let code = Code(served.then_some(code));
         self.requests
             .get_or_create(&RequestLabels { code, result })
             .inc();
