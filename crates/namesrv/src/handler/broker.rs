@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rocketmq_wire::body::{
     BrokerMemberGroup, DataVersion, KvTable, RegisterBrokerBody, TableIndex, TableRead,
 };
-use rocketmq_wire::codes::version;
+use rocketmq_wire::codes::{response as resp, version};
 use rocketmq_wire::headers::{
     BrokerHeartbeatHeader, GetBrokerMemberGroupHeader, QueryDataVersionHeader,
     QueryDataVersionResponseHeader, RegisterBrokerHeader, RegisterBrokerResponseHeader,
@@ -42,7 +42,10 @@ pub fn register(state: &State, origin: Origin, r: &RemotingCommand) -> HandlerRe
                 &header,
                 "its body does not match its crc32 (bodyCrc32)",
             );
-            return Ok(success(r).with_empty_ext().into_error("crc32 not match"));
+            // Java answers its errors on the response it already made, header object and all.
+            return Ok(RemotingCommand::response_to(r, resp::SYSTEM_ERROR)
+                .with_empty_ext()
+                .with_remark("crc32 not match"));
         }
     }
     let (policy, return_order_conf, max_inflated) = {
@@ -266,7 +269,11 @@ fn registered(
 ) -> RemotingCommand {
     let mut response = success(r).with_empty_ext();
     match outcome {
-        RegisterOutcome::Refused => return response.into_error("register broker failed"),
+        // An error on the response already made, as Java's handlers answer.
+        RegisterOutcome::Refused => {
+            response.code = resp::SYSTEM_ERROR;
+            return response.with_remark("register broker failed");
+        }
         RegisterOutcome::Stale => {}
         RegisterOutcome::Registered {
             master_addr,
@@ -322,7 +329,7 @@ pub fn unregister(state: &State, r: &RemotingCommand) -> HandlerResult {
         )
     });
     if state.unregister_queue.try_send(request).is_err() {
-        return Ok(success(r).into_error_without_remark());
+        return Ok(RemotingCommand::response_to(r, resp::SYSTEM_ERROR));
     }
     Ok(success(r))
 }
@@ -382,24 +389,4 @@ pub fn member_group(state: &State, r: &RemotingCommand) -> HandlerResult {
         broker_addrs,
     };
     Ok(success(r).with_body(group.encode()))
-}
-
-/// Turning a prepared response (with its header object) into an error keeps the header, as
-/// Java's handlers answer errors on the response they already created.
-trait IntoError {
-    fn into_error(self, remark: &str) -> RemotingCommand;
-    fn into_error_without_remark(self) -> RemotingCommand;
-}
-
-impl IntoError for RemotingCommand {
-    fn into_error(mut self, remark: &str) -> RemotingCommand {
-        self.code = rocketmq_wire::codes::response::SYSTEM_ERROR;
-        self.remark = Some(remark.to_string());
-        self
-    }
-
-    fn into_error_without_remark(mut self) -> RemotingCommand {
-        self.code = rocketmq_wire::codes::response::SYSTEM_ERROR;
-        self
-    }
 }

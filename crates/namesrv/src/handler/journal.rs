@@ -48,22 +48,20 @@ pub(crate) fn answer(state: &State, subject: Subject<'_>, limit: usize) -> Value
     let found = journal.find(subject, limit);
     let now = rocketmq_wire::clock::now_ms();
     let started_at = now - state.started.elapsed().as_millis() as i64;
-    let mut out = Map::new();
-    out.insert(
-        "nameServer".into(),
-        json!({
+    let mut out = json!({
+        "nameServer": {
             "addr": state.remoting_addr.to_string(),
             "startedAt": started_at,
             "now": now,
             "version": env!("CARGO_PKG_VERSION"),
-        }),
-    );
-    out.insert("journal".into(), json!(journal.stats()));
+        },
+        "journal": journal.stats(),
+    });
     // The groups the answer names: the route's, the entries', the subject itself.
     let mut groups: Vec<String> = Vec::new();
     match subject {
         Subject::Topic(topic) => {
-            out.insert("topic".into(), json!(topic));
+            out["topic"] = json!(topic);
             let route = state.routes.route(topic, state.route_extras(topic));
             let queues: Vec<Value> = route
                 .iter()
@@ -78,14 +76,11 @@ pub(crate) fn answer(state: &State, subject: Subject<'_>, limit: usize) -> Value
                     })
                 })
                 .collect();
-            out.insert("route".into(), Value::Array(queues));
-            out.insert(
-                "refusals".into(),
-                serde_json::to_value(journal.refusals()).unwrap_or_default(),
-            );
+            out["route"] = Value::Array(queues);
+            out["refusals"] = serde_json::to_value(journal.refusals()).unwrap_or_default();
         }
         Subject::Broker(name) => {
-            out.insert("brokerName".into(), json!(name));
+            out["brokerName"] = json!(name);
             groups.push(name.to_string());
         }
     }
@@ -95,13 +90,10 @@ pub(crate) fn answer(state: &State, subject: Subject<'_>, limit: usize) -> Value
     }
     groups.sort();
     groups.dedup();
-    out.insert("brokers".into(), brokers_now(state, &groups, now));
-    out.insert(
-        "entries".into(),
-        serde_json::to_value::<&[Entry]>(&found.entries).unwrap_or_default(),
-    );
-    out.insert("more".into(), json!(found.more));
-    Value::Object(out)
+    out["brokers"] = brokers_now(state, &groups, now);
+    out["entries"] = serde_json::to_value::<&[Entry]>(&found.entries).unwrap_or_default();
+    out["more"] = json!(found.more);
+    out
 }
 
 /// Each group as it is now: its cluster, members and when each was last heard (`null` for a

@@ -8,19 +8,31 @@ use rocketmq_wire::headers::{
 };
 use rocketmq_wire::RemotingCommand;
 
-use super::{success, HandlerResult};
+use super::{success, HandlerResult, SystemError};
 use crate::events::{Event, EventKind};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::peers::replicated::Command;
 use crate::state::State;
 use rocketmq_wire::server::offload;
 
-/// Routes show the order config, so a change to it must reach cached routes.
-fn after_change(state: &State, namespace: &str) {
+/// Writes through the KV group, answered once a majority of it has the change; alone, with
+/// `here` (a file write: not on a worker other connections wait for).
+async fn write(
+    state: &State,
+    namespace: &str,
+    cmd: Command,
+    here: impl FnOnce() -> Result<(), crate::kv::KvError>,
+) -> Result<(), SystemError> {
+    match &state.peer_group {
+        Some(group) => group.write(state, cmd).await?,
+        None => offload::now(here)?,
+    }
     state.metrics.kv_written();
+    // Routes show the order config, so a change to it must reach cached routes.
     if namespace == ORDER_TOPIC_CONFIG {
         state.routes.invalidate();
     }
+    Ok(())
 }
 
 pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
@@ -29,24 +41,12 @@ pub async fn put(state: &State, r: &RemotingCommand) -> HandlerResult {
         key,
         value,
     } = PutKvConfigHeader::from_command(r)?;
-    match &state.peer_group {
-        // Answered once a majority of the KV group has it.
-        Some(group) => {
-            group
-                .write(
-                    state,
-                    Command::Put {
-                        namespace: ns.to_string(),
-                        key: key.to_string(),
-                        value: value.map(String::from),
-                    },
-                )
-                .await?
-        }
-        // A file write: not on a worker other connections wait for.
-        None => offload::now(|| state.kv.put(ns, key, value))?,
-    }
-    after_change(state, ns);
+    let cmd = Command::Put {
+        namespace: ns.to_string(),
+        key: key.to_string(),
+        value: value.map(String::from),
+    };
+    write(state, ns, cmd, || state.kv.put(ns, key, value)).await?;
     // A put without a value removes the key, as in Java.
     let (kind, detail) = match value {
         Some(v) => (EventKind::KvPut, format!("= {v}")),
@@ -73,21 +73,11 @@ pub fn get(state: &State, r: &RemotingCommand) -> HandlerResult {
 
 pub async fn delete(state: &State, r: &RemotingCommand) -> HandlerResult {
     let DeleteKvConfigHeader { namespace: ns, key } = DeleteKvConfigHeader::from_command(r)?;
-    match &state.peer_group {
-        Some(group) => {
-            group
-                .write(
-                    state,
-                    Command::Delete {
-                        namespace: ns.to_string(),
-                        key: key.to_string(),
-                    },
-                )
-                .await?
-        }
-        None => offload::now(|| state.kv.delete(ns, key))?,
-    }
-    after_change(state, ns);
+    let cmd = Command::Delete {
+        namespace: ns.to_string(),
+        key: key.to_string(),
+    };
+    write(state, ns, cmd, || state.kv.delete(ns, key)).await?;
     state
         .events
         .record(Event::new(EventKind::KvDeleted, format!("{ns} {key}"), ""));

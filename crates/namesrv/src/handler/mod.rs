@@ -229,27 +229,29 @@ fn prepare<'a>(state: &'a State, origin: Origin, request: &'a RemotingCommand) -
     let started = Instant::now();
     let facts = facts(request.code);
     let known = facts.is_some();
+    // Counts the request and gives its answer, none for a oneway request; an unexpected
+    // failure is SYSTEM_ERROR with its text.
+    let finish = move |result: HandlerResult| {
+        let response = result.unwrap_or_else(|SystemError(remark)| {
+            RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
+        });
+        state
+            .metrics
+            .request(request.code, known, response.code, started.elapsed());
+        (!request.is_oneway()).then_some(response)
+    };
     let result = match admit(state, origin, request, facts) {
         Err(refused) => Ok(refused),
         Ok(context) => match facts.map(|f| f.serve) {
             Some(Serve::Now(handler)) => handler(state, context, request),
             Some(Serve::Agreed(handler)) => {
                 let wait = handler(state, context, request);
-                return Prepared::Agreed(Box::pin(async move {
-                    let result = wait.await;
-                    finish(state, request, known, answered(request, result), started)
-                }));
+                return Prepared::Agreed(Box::pin(async move { finish(wait.await) }));
             }
             None => Ok(not_supported(request)),
         },
     };
-    Prepared::Answered(finish(
-        state,
-        request,
-        known,
-        answered(request, result),
-        started,
-    ))
+    Prepared::Answered(finish(result))
 }
 
 /// The context to serve the request in, or the answer that refuses it: GO_AWAY while shutting
@@ -306,27 +308,6 @@ fn not_supported(request: &RemotingCommand) -> RemotingCommand {
         .with_remark(format!(" request type {} not supported", request.code))
 }
 
-/// A handler's result as the answer: an unexpected failure is SYSTEM_ERROR with its text.
-fn answered(request: &RemotingCommand, result: HandlerResult) -> RemotingCommand {
-    result.unwrap_or_else(|SystemError(remark)| {
-        RemotingCommand::response_to(request, resp::SYSTEM_ERROR).with_remark(remark)
-    })
-}
-
-/// Counts the request and gives its answer, none for a oneway request.
-fn finish(
-    state: &State,
-    request: &RemotingCommand,
-    known: bool,
-    response: RemotingCommand,
-    started: Instant,
-) -> Option<RemotingCommand> {
-    state
-        .metrics
-        .request(request.code, known, response.code, started.elapsed());
-    (!request.is_oneway()).then_some(response)
-}
-
 /// Applies an admin topic change (write permission, topic deletion or registration) here, or,
 /// with peers, through the KV group so that every NameServer applies it; how many topics it
 /// touched here.
@@ -337,10 +318,7 @@ async fn admin_change(
 ) -> Result<i64, SystemError> {
     let by = asker(state, asked.0, asked.1);
     match &state.peer_group {
-        Some(group) => group
-            .admin(state, op, by)
-            .await
-            .map_err(|e| SystemError(e.to_string())),
+        Some(group) => Ok(group.admin(state, op, by).await?),
         // A broker's every topic may be touched: not on a worker other connections wait for.
         None => Ok(rocketmq_wire::server::offload::now(|| {
             op.apply(&state.routes, Some(by))

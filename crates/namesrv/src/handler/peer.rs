@@ -52,10 +52,7 @@ async fn admit<'a>(
     r: &RemotingCommand,
 ) -> Result<&'a PeerGroup, RemotingCommand> {
     let Some(group) = &state.peer_group else {
-        return Err(
-            RemotingCommand::response_to(r, resp::REQUEST_CODE_NOT_SUPPORTED)
-                .with_remark(format!(" request type {} not supported", r.code)),
-        );
+        return Err(super::not_supported(r));
     };
     // A forged vote with a high term would depose the leader, a forged write skip the
     // signature check its first NameServer made.

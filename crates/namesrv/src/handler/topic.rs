@@ -29,11 +29,8 @@ fn list_reply(
 }
 
 fn gate(open: bool) -> Result<(), SystemError> {
-    if open {
-        Ok(())
-    } else {
-        Err(SystemError("disable".into()))
-    }
+    open.then_some(())
+        .ok_or_else(|| SystemError("disable".into()))
 }
 
 pub fn all(state: &State, r: &RemotingCommand) -> HandlerResult {
