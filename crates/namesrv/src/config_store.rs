@@ -37,26 +37,15 @@ impl ConfigStore {
     }
 
     /// Applies a remote update of `key=value` pairs: all of them or, if any key is blacklisted
-    /// or the file cannot be written, none.
+    /// or the file cannot be written, none. The changed copy is persisted, and only then made
+    /// visible, so that memory never holds what the disk does not.
     pub fn update(&self, props: &[(String, String)]) -> Result<(), UpdateError> {
-        self.change(|next| {
-            if let Some(key) = next.blacklisted(props.iter().map(|(k, _)| k.as_str())) {
-                return Err(UpdateError::Blacklisted(key.to_string()));
-            }
-            next.apply_update(props);
-            Ok(())
-        })
-    }
-
-    /// Applies `edit` to a copy, persists the copy, and only then makes it visible, so that
-    /// memory never holds what the disk does not.
-    fn change(
-        &self,
-        edit: impl FnOnce(&mut Settings) -> Result<(), UpdateError>,
-    ) -> Result<(), UpdateError> {
         let _writer = self.write.lock();
         let mut next = self.settings.read().clone();
-        edit(&mut next)?;
+        if let Some(key) = next.blacklisted(props.iter().map(|(k, _)| k.as_str())) {
+            return Err(UpdateError::Blacklisted(key.to_string()));
+        }
+        next.apply_update(props);
         let path = PathBuf::from(&next.server.config_store_path);
         write_atomically(&path, next.listing().as_bytes())
             .map_err(|e| UpdateError::Write(path, e))?;

@@ -65,15 +65,12 @@ fn decode(bytes: &[u8]) -> Result<Table, String> {
         let entries = entries.as_object().ok_or("namespace is not an object")?;
         let ns_table = table.entry(ns.clone()).or_default();
         for (k, v) in entries {
-            match v {
-                serde_json::Value::Null => {}
-                serde_json::Value::String(s) => {
-                    ns_table.insert(k.clone(), s.clone());
-                }
-                other => {
-                    ns_table.insert(k.clone(), other.to_string());
-                }
-            }
+            let value = match v {
+                serde_json::Value::Null => continue,
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            ns_table.insert(k.clone(), value);
         }
     }
     Ok(table)
@@ -103,10 +100,6 @@ impl KvStore {
     /// A namespace's entries; `None` if the namespace was never created (an emptied one stays).
     pub fn namespace(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.table.read().get(namespace).cloned()
-    }
-
-    pub fn namespaces(&self) -> Vec<String> {
-        self.table.read().keys().cloned().collect()
     }
 
     /// Up to `limit` entries as `(namespace, key, value)`, in order, and how many there are in
@@ -203,7 +196,7 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         assert!(KvStore::open(path.clone()).is_err());
         std::fs::write(&path, "").unwrap();
-        assert!(KvStore::open(path).unwrap().namespaces().is_empty());
+        assert!(KvStore::open(path).unwrap().table().is_empty());
     }
 
     #[test]

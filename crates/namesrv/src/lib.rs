@@ -120,7 +120,7 @@ pub async fn run(
     let snapshot_path = server
         .route_snapshot_enable
         .then(|| std::path::PathBuf::from(&server.route_snapshot_path));
-    let restored = snapshot_path
+    let mut registry = snapshot_path
         .as_deref()
         .map(snapshot::load)
         .unwrap_or_default();
@@ -242,7 +242,6 @@ pub async fn run(
     if let Some(routes) = &peer_routes {
         peers::routes::register_metrics(metrics.registry(), routes.clone());
     }
-    let mut registry = restored.routes;
     if peer_routes.is_some() {
         registry.hash_topics();
     }

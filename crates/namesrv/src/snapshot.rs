@@ -275,22 +275,16 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
     Ok(r)
 }
 
-/// Routes restored from a snapshot.
-#[derive(Default)]
-pub struct Restored {
-    pub routes: Registry,
-}
-
 /// Loads the snapshot at `path`; a missing or unreadable one means an empty registry (the
 /// snapshot is a cache: brokers re-register within one period anyway).
-pub fn load(path: &Path) -> Restored {
+pub fn load(path: &Path) -> Registry {
     remove_stale_temps(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Restored::default(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Registry::default(),
         Err(e) => {
             warn!(path = %path.display(), "cannot read the route snapshot: {e}");
-            return Restored::default();
+            return Registry::default();
         }
     };
     let decoded = parse_value(&bytes)
@@ -310,11 +304,11 @@ pub fn load(path: &Path) -> Restored {
                 topics = r.topic_count(),
                 "restored routes from the snapshot"
             );
-            Restored { routes: r }
+            r
         }
         Err(e) => {
             warn!(path = %path.display(), "ignoring a corrupt route snapshot: {e}");
-            Restored::default()
+            Registry::default()
         }
     }
 }

@@ -4,7 +4,7 @@
 //! The status page's search asks the same question ([`Asked`]).
 
 use axum::extract::{Query, State as AxumState};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -105,21 +105,7 @@ pub(super) async fn json(
         Err(why) => return bad_request(why),
     };
     // The journal's files are read, after waiting for its writer: no place for a request worker.
-    let built = tokio::task::spawn_blocking(move || {
-        serde_json::to_vec(&answer(&http.state, asked.subject(), limit))
-    })
-    .await;
-    match built {
-        Ok(Ok(body)) => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            body,
-        )
-            .into_response(),
-        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    super::json_answer(move || answer(&http.state, asked.subject(), limit)).await
 }
 
 #[cfg(test)]

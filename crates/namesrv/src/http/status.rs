@@ -427,21 +427,7 @@ pub(super) async fn json(
     Query(q): Query<PageQuery>,
 ) -> Response {
     let host = request_host(&headers);
-    let built = tokio::task::spawn_blocking(move || {
-        serde_json::to_vec(&status(&http, &q, host.as_deref()))
-    })
-    .await;
-    match built {
-        Ok(Ok(body)) => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            body,
-        )
-            .into_response(),
-        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    super::json_answer(move || status(&http, &q, host.as_deref())).await
 }
 
 fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
@@ -479,24 +465,11 @@ fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {
     let p99s: Vec<(i64, Option<f64>)> = points.iter().map(|p| (p.at_ms, p.p99_us)).collect();
     chart_marker(&mut page);
     page.push_str("<div class=charts>");
-    chart(
-        &mut page,
-        "chart-rate",
-        "requests/s",
-        &rates,
-        s.now_ms,
-        span_ms,
-        rate,
-    );
-    chart(
-        &mut page,
-        "chart-p99",
-        "p99 latency",
-        &p99s,
-        s.now_ms,
-        span_ms,
-        micros,
-    );
+    let mut draw = |id, title, points: &[_], format| {
+        chart(&mut page, id, title, points, s.now_ms, span_ms, format)
+    };
+    draw("chart-rate", "requests/s", &rates, rate);
+    draw("chart-p99", "p99 latency", &p99s, micros);
     page.push_str("</div>");
 
     page.push_str(
