@@ -197,7 +197,6 @@ impl LiveTable {
         gone
     }
 
-    /// Removes the brokers whose heartbeats came on a connection that has closed.
     /// Notes that the node looks at the table at `now`. A gap since the last look longer than a
     /// scan can explain means the node was paused (SIGSTOP, a stalled VM): the pause is not
     /// counted against the brokers ([`LiveTable::resumed_after`]), and its length returned.
@@ -221,6 +220,7 @@ impl LiveTable {
         }
     }
 
+    /// Removes the brokers whose heartbeats came on a connection that has closed.
     pub fn on_connection_closed(&mut self, connection: u64, now: Instant) -> Vec<BrokerKey> {
         let gone: Vec<BrokerKey> = self
             .brokers
