@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketmq_wire::body::{BrokerData, DataVersion, QueueData, TopicQueueMappingInfo};
+use rocketmq_wire::body::{strings_of, BrokerData, DataVersion, QueueData, TopicQueueMappingInfo};
 use rocketmq_wire::json::{parse_value, JsonStyle, JsonWriter, ObjectExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -189,16 +189,6 @@ fn addr_key(obj: &Map<String, Value>) -> Result<BrokerAddrKey, SnapshotError> {
     })
 }
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 fn decode(bytes: &[u8]) -> Result<Registry, SnapshotError> {
     decode_value(&parse_value(bytes)?)
@@ -213,7 +203,7 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
         r.restore_group(BrokerData::from_object(bd)?);
     }
     for (cluster, names) in obj.opt_object("clusters")?.into_iter().flatten() {
-        r.restore_cluster(cluster.clone(), strings(names).into_iter().collect());
+        r.restore_cluster(cluster.clone(), strings_of(names));
     }
     for route in objects(obj, "routes")? {
         let qds = route
@@ -224,7 +214,11 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
             .filter_map(Value::as_object)
             .map(QueueData::from_object)
             .collect::<Result<Vec<_>, _>>()?;
-        for topic in route.get("topics").map(strings).unwrap_or_default() {
+        for topic in route
+            .get("topics")
+            .map(strings_of::<Vec<String>>)
+            .unwrap_or_default()
+        {
             for qd in &qds {
                 r.set_queues(&topic, qd);
             }
@@ -250,7 +244,10 @@ fn decode_value(value: &Value) -> Result<Registry, SnapshotError> {
         );
     }
     for entry in objects(obj, "filterServers")? {
-        let servers = entry.get("servers").map(strings).unwrap_or_default();
+        let servers = entry
+            .get("servers")
+            .map(strings_of::<Vec<String>>)
+            .unwrap_or_default();
         r.restore_filter_servers(addr_key(entry)?, servers);
     }
     if let Some(position) = obj

@@ -56,7 +56,7 @@ pub(crate) fn as_object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, 
 }
 
 /// The strings of a JSON array, anything else in it left out; not an array: none.
-pub(crate) fn strings_of<C: FromIterator<String> + Default>(v: &Value) -> C {
+pub fn strings_of<C: FromIterator<String> + Default>(v: &Value) -> C {
     v.as_array()
         .map(|a| {
             a.iter()
