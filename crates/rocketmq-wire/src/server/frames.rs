@@ -71,7 +71,13 @@ impl<'b, R: AsyncRead + Unpin> FrameReader<'b, R> {
         self.buf.advance(4);
         let payload = self.buf.split_to(len).freeze();
         match self.permit.take() {
-            Some(permit) => Ok(Some(Frame::Large(payload, permit))),
+            Some(permit) => {
+                // What follows the frame still shares its block and would keep it for the life
+                // of the connection: a copy of it (seldom more than nothing) lets the block go
+                // with the frame.
+                self.buf = BytesMut::from(&self.buf[..]);
+                Ok(Some(Frame::Large(payload, permit)))
+            }
             None => decode_payload(payload).map(|cmd| Some(Frame::Small(cmd))),
         }
     }
@@ -100,9 +106,17 @@ impl<'b, R: AsyncRead + Unpin> FrameReader<'b, R> {
             } else {
                 4 - self.buf.len()
             };
-            // No reserve for more than the frame needs: a peer that announces a large frame and
-            // sends nothing must not make us allocate it.
-            self.buf.reserve(wanted.clamp(1, READ_CHUNK));
+            // Small frames and lengths are read a chunk at a time. A large frame that holds its
+            // claim on the budget gets its whole length at once: grown a chunk at a time, its
+            // megabytes were copied from buffer to buffer on the way. The claim already bounds
+            // it, and a block that large is mapped, so what a silent peer announced takes
+            // address space, not memory.
+            let step = if self.permit.is_some() {
+                wanted
+            } else {
+                wanted.clamp(1, READ_CHUNK)
+            };
+            self.buf.reserve(step);
             match self.read.read_buf(&mut self.buf).await {
                 Ok(0) if self.buf.is_empty() => return None,
                 Ok(0) => {
