@@ -22,7 +22,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    namesrv::memory::one_arena_per_core();
+    namesrv::memory::tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -49,9 +49,6 @@ fn main() -> ExitCode {
     if cli.print_config_item {
         print!("{}", settings.listing());
         return ExitCode::SUCCESS;
-    }
-    if namesrv::config::lists_peers(&settings.server.namesrv_peers) {
-        namesrv::memory::fixed_mapping_threshold();
     }
     let _log_guard = init_logging(&settings.server.log_dir);
 
