@@ -254,6 +254,10 @@ pub fn create_segment(dir: &Path, first_seq: u64) -> std::io::Result<(PathBuf, F
     Ok((path, file))
 }
 
+/// Bytes of lines gathered before they are handed to the file. Without a bound, the ten first
+/// registrations of a restarted cluster, written in one go, left megabytes of buffer behind.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 /// The current segment and what it was given since the last flush.
 #[derive(Default)]
 pub struct Writer {
@@ -306,6 +310,9 @@ impl Writer {
             if let Some(segment) = shelf.segments.last_mut() {
                 segment.note(&line.head, chunk, len);
             }
+            if self.buf.len() >= WRITE_BUFFER {
+                self.flush()?;
+            }
         }
         Ok(())
     }
@@ -343,6 +350,8 @@ impl Writer {
         };
         let result = file.write_all(&self.buf);
         self.buf.clear();
+        // One line of thousands of long names may have made it large.
+        self.buf.shrink_to(WRITE_BUFFER);
         self.dirty = true;
         result
     }
@@ -394,6 +403,22 @@ mod tests {
             })
             .collect();
         e
+    }
+
+    #[test]
+    fn many_large_changes_written_in_one_go_reach_the_file_without_a_buffer_of_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut shelf = Shelf::default();
+        let mut w = Writer::new(dir.path().into(), 1 << 30);
+        for seq in 1..=10 {
+            w.write(&mut shelf, entry(seq, LINE_MOVES)).unwrap();
+        }
+        assert!(w.buf.capacity() <= 2 * WRITE_BUFFER, "{}", w.buf.capacity());
+        w.flush().unwrap();
+        assert!(w.buf.capacity() <= WRITE_BUFFER);
+        let bytes = fs::read(&shelf.segments[0].path).unwrap();
+        assert_eq!(parse_lines(&bytes).count(), 10);
+        assert_eq!(shelf.segments[0].bytes, bytes.len() as u64);
     }
 
     #[test]
