@@ -45,6 +45,7 @@ pub fn spawn(
         }
     });
     tokio::spawn(keep_topic_lists_ready(state.clone(), shutdown.clone()));
+    tokio::spawn(crate::memory::release_after_registrations(shutdown.clone()));
     tokio::spawn(unregister_worker(state, queue, shutdown));
 }
 

@@ -159,9 +159,13 @@ impl Request<'_> {
         // which the registry consumes.
         let large = match &read {
             Ok(read) => {
+                let topics = read.body.wrapper.topic_configs.len();
+                if read.changes_since.is_none() {
+                    crate::memory::note_topics_read(topics);
+                }
                 (read.changes_since.is_none()
                     && r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
-                    || read.body.wrapper.topic_configs.len() > LARGE_TABLE
+                    || topics > LARGE_TABLE
             }
             Err(_) => self.compressed,
         };
