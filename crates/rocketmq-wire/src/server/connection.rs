@@ -6,16 +6,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::frames::{Frame, FrameReader, SMALL_FRAME};
-use super::outbox::Outbox;
 use super::{offload, DecodeBudget, Dispatch, Origin, Service};
 use crate::error::FrameError;
-use crate::frame::{decode_payload, payload_header_len};
+use crate::frame::{decode_payload, encode_frame, payload_header_len, release_if_large};
 use crate::listener::ConnectionBounds;
 use crate::RemotingCommand;
 
@@ -49,7 +49,7 @@ impl<S: Service> Serving<'_, S> {
         let mut conn = Connection {
             service: self.service,
             origin,
-            out: Outbox::new(),
+            out: BytesMut::with_capacity(4096),
             off_reader: Arc::new(Semaphore::new(OFF_READER_IN_FLIGHT)),
             done: mpsc::channel(OFF_READER_IN_FLIGHT),
         };
@@ -103,8 +103,11 @@ impl<S: Service> Serving<'_, S> {
                 conn.push(&response);
             }
             if !conn.out.is_empty() {
-                match tokio::time::timeout(bounds.idle, conn.out.write_to(&mut write)).await {
+                match tokio::time::timeout(bounds.idle, write.write_all(&conn.out)).await {
                     Ok(Ok(())) => {
+                        conn.out.clear();
+                        // A large answer (a topic list, a peer's pull) leaves its buffer behind.
+                        release_if_large(&mut conn.out);
                         deadline = deadline.max(Instant::now() + bounds.idle);
                     }
                     _ => return,
@@ -120,9 +123,9 @@ impl<S: Service> Serving<'_, S> {
         drop(tx);
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
             while let Some((response, _permit)) = rx.recv().await {
-                out.push(&response);
+                encode_frame(&response, &mut out);
             }
-            out.write_to(&mut write).await
+            write.write_all(&out).await
         })
         .await;
     }
@@ -141,7 +144,7 @@ type Answer = (RemotingCommand, OwnedSemaphorePermit);
 struct Connection<'a, S> {
     service: &'a Arc<S>,
     origin: Origin,
-    out: Outbox,
+    out: BytesMut,
     off_reader: Arc<Semaphore>,
     /// Answers of requests served off the reader, each with the permit it was served under:
     /// it is released only once the answer is in `out`, so a client that sends without
@@ -151,7 +154,7 @@ struct Connection<'a, S> {
 
 impl<S: Service> Connection<'_, S> {
     fn push(&mut self, response: &RemotingCommand) {
-        self.out.push(response);
+        encode_frame(response, &mut self.out);
     }
 
     async fn accept(&mut self, request: RemotingCommand) {

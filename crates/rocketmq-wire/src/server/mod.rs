@@ -9,7 +9,6 @@
 //!
 //! - `connection`: the per-connection loop: reading, dispatching, batching answers;
 //! - `frames`: reading frames, large ones only once the decode budget has room;
-//! - `outbox`: answers waiting to be written, large bodies sent without a copy;
 //! - [`offload`]: moving work that takes milliseconds off the async worker it would stall;
 //! - [`proxy`]: HAProxy PROXY headers before the first frame;
 //! - [`tls`]: TLS modes, certificates (reloaded when they change) and the client side of links
@@ -19,7 +18,6 @@
 mod connection;
 mod frames;
 pub mod offload;
-mod outbox;
 pub mod proxy;
 pub mod tls;
 pub mod watch;
