@@ -9,14 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Bodies and snapshots above this size are worth a trim afterwards.
 pub const LARGE_WORK: usize = 4 * 1024 * 1024;
-/// Registered topic tables above this many entries take about as much once decoded.
-pub const LARGE_TABLE: usize = 20_000;
 
 /// Topics read from whole registrations since memory was last given back, past which a pause
-/// in them is worth a trim: the first registrations of a cluster, decoded side by side, leave
-/// megabytes free in the arenas that one ordinary re-registration after another never needs
-/// again (10 brokers of 10k topics: 25 MB resident, 16 MB once given back).
-const TOPICS_WORTH_A_TRIM: usize = LARGE_TABLE;
+/// in them is worth a trim: registrations decoded side by side leave megabytes free in the
+/// arenas that one re-registration after another never needs again (10 brokers' first 10k-topic
+/// registrations: 25 MB resident, 16 MB once given back).
+const TOPICS_WORTH_A_TRIM: usize = 20_000;
 /// How long registrations must pause before memory is given back.
 const PAUSE: Duration = Duration::from_secs(1);
 
@@ -38,22 +36,11 @@ pub async fn release_after_registrations(shutdown: CancellationToken) {
             _ = shutdown.cancelled() => return,
         }
         let read = TOPICS_READ.load(Ordering::Relaxed);
-        let paused = read == seen;
-        seen = read;
-        if paused && read >= TOPICS_WORTH_A_TRIM {
+        if read == seen && read >= TOPICS_WORTH_A_TRIM {
             TOPICS_READ.fetch_sub(read, Ordering::Relaxed);
-            seen = 0;
             let _ = tokio::task::spawn_blocking(release_free).await;
         }
-    }
-}
-
-/// Releases free memory when dropped, at the end of a large piece of work.
-pub struct ReleaseOnDrop;
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        release_free();
+        seen = TOPICS_READ.load(Ordering::Relaxed);
     }
 }
 

@@ -18,7 +18,6 @@ use xxhash_rust::xxh3::Xxh3;
 use super::{success, Context, HandlerResult, Origin, SystemError};
 use crate::journal::{Cause, Entry};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::memory::{ReleaseOnDrop, LARGE_TABLE, LARGE_WORK};
 use crate::notify;
 use crate::registry::{
     Applied, Apply, Fingerprint, RegisterOutcome, RegisterPolicy, RegisterRequest, Registrant,
@@ -154,22 +153,10 @@ impl Request<'_> {
             self.by_difference,
             base,
         );
-        // Only large tables are worth a trim (a failed inflation may have been one): ordinary
-        // re-registrations reuse the memory the previous one freed. Dropped after the body,
-        // which the registry consumes.
-        let large = match &read {
-            Ok(read) => {
-                let topics = read.body.wrapper.topic_configs.len();
-                if read.changes_since.is_none() {
-                    crate::memory::note_topics_read(topics);
-                }
-                (read.changes_since.is_none()
-                    && r.body.as_ref().is_some_and(|b| b.len() > LARGE_WORK))
-                    || topics > LARGE_TABLE
-            }
-            Err(_) => self.compressed,
-        };
-        let _trim = large.then_some(ReleaseOnDrop);
+        // Whole tables are counted: their memory is given back once registrations pause.
+        if let Some(read) = read.as_ref().ok().filter(|r| r.changes_since.is_none()) {
+            crate::memory::note_topics_read(read.body.wrapper.topic_configs.len());
+        }
         let read = read?;
         let header = &self.header;
         let registration = Registration {
