@@ -2,10 +2,10 @@
 //! kept on disk across restarts and crashes, bounded by size and age, and searchable by topic
 //! and by broker. It is what `nsadmin explainRoute` reads to say why a topic has no route.
 //!
-//! The registry notes its changes under its write lock and hands them over when the lock is
-//! released; entries are numbered here and written by one thread, so that the registration
-//! path pays for a channel send only, and only when something changed (an unchanged
-//! re-registration notes nothing).
+//! The registry notes its changes under its write lock and hands them over before the lock is
+//! released; entries are numbered and queued here and written by one thread that takes the queue
+//! every [`WRITE_EVERY`], so that the registration path pays for a push only, and only when
+//! something changed (an unchanged re-registration notes nothing).
 //!
 //! - `entry`: an entry and its causes;
 //! - `segments`: the files, the writer, the bounds and the per-segment index.
@@ -15,7 +15,7 @@ mod segments;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -44,10 +44,21 @@ const REFUSALS_PER_SECOND: u32 = 20;
 /// How long a question waits for the writer to catch up before reading the files.
 const SYNC_WAIT: Duration = Duration::from_secs(2);
 
-enum Msg {
-    Entries(Vec<Entry>),
-    Sync(mpsc::SyncSender<()>),
+/// How often the writer takes what was recorded. Waking it at every change instead let it take
+/// the core from the registration that recorded it, with the registry's write lock held: on
+/// busy cores, for milliseconds, one route-changing registration in fifty.
+const WRITE_EVERY: Duration = Duration::from_millis(100);
+
+/// Entries recorded and not yet taken by the writer.
+#[derive(Default)]
+struct Pending {
+    entries: Vec<Entry>,
+    moves: usize,
 }
+
+/// What a question sends the writer to have everything recorded before it written: the writer
+/// answers once it is.
+type SyncAck = mpsc::SyncSender<()>;
 
 /// What a question asks about.
 #[derive(Clone, Copy, Debug)]
@@ -83,11 +94,11 @@ pub struct Stats {
 }
 
 struct Inner {
-    /// The next sequence number and the writer's queue, taken together so that numbers
-    /// follow the queue's order. `None` once closed.
-    send: Mutex<Option<(u64, mpsc::Sender<Msg>)>>,
+    /// The next sequence number and the way to the writer for questions. `None` once closed.
+    send: Mutex<Option<(u64, mpsc::Sender<SyncAck>)>>,
+    /// Taken under `send`, so that numbers follow the queue's order.
+    pending: Arc<Mutex<Pending>>,
     shelf: Arc<Mutex<Shelf>>,
-    queued: Arc<AtomicUsize>,
     dropped: Arc<AtomicU64>,
     refusals: Mutex<VecDeque<Entry>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -153,20 +164,20 @@ impl Journal {
             rocketmq_wire::clock::now_ms(),
         );
         let shelf = Arc::new(Mutex::new(shelf));
-        let queued = Arc::new(AtomicUsize::new(0));
+        let pending = Arc::new(Mutex::new(Pending::default()));
         let dropped = Arc::new(AtomicU64::new(0));
         let (tx, rx) = mpsc::channel();
         let thread = {
-            let (shelf, queued, dropped) = (shelf.clone(), queued.clone(), dropped.clone());
+            let (shelf, pending, dropped) = (shelf.clone(), pending.clone(), dropped.clone());
             std::thread::Builder::new()
                 .name("route-journal".into())
-                .spawn(move || write_loop(rx, writer, shelf, queued, dropped, cap, limits))?
+                .spawn(move || write_loop(rx, writer, shelf, pending, dropped, cap, limits))?
         };
         Ok(Journal {
             inner: Some(Inner {
                 send: Mutex::new(Some((next_seq, tx))),
+                pending,
                 shelf,
-                queued,
                 dropped,
                 refusals: Mutex::new(VecDeque::new()),
                 thread: Mutex::new(Some(thread)),
@@ -207,10 +218,11 @@ impl Journal {
         };
         let moves: usize = entries.iter().map(|e| e.moves() + 1).sum();
         let mut send = inner.send.lock();
-        let Some((next_seq, tx)) = send.as_mut() else {
+        let Some((next_seq, _)) = send.as_mut() else {
             return;
         };
-        if inner.queued.load(Ordering::Relaxed) + moves > QUEUED_MOVES_MAX {
+        let mut pending = inner.pending.lock();
+        if pending.moves + moves > QUEUED_MOVES_MAX {
             inner
                 .dropped
                 .fetch_add(entries.len() as u64, Ordering::Relaxed);
@@ -227,8 +239,8 @@ impl Journal {
                 refusals.push_back(e.clone());
             }
         }
-        inner.queued.fetch_add(moves, Ordering::Relaxed);
-        let _ = tx.send(Msg::Entries(entries));
+        pending.moves += moves;
+        pending.entries.append(&mut entries);
     }
 
     /// Records a refused registration, at most [`REFUSALS_PER_SECOND`] a second: a client
@@ -267,7 +279,7 @@ impl Journal {
             .send
             .lock()
             .as_ref()
-            .is_some_and(|(_, tx)| tx.send(Msg::Sync(ack)).is_ok());
+            .is_some_and(|(_, tx)| tx.send(ack).is_ok());
         if sent {
             let _ = done.recv_timeout(SYNC_WAIT);
         }
@@ -402,10 +414,10 @@ fn trim_to(mut entry: Entry, subject: Subject<'_>) -> Option<Entry> {
 }
 
 fn write_loop(
-    rx: mpsc::Receiver<Msg>,
+    rx: mpsc::Receiver<SyncAck>,
     mut writer: Writer,
     shelf: Arc<Mutex<Shelf>>,
-    queued: Arc<AtomicUsize>,
+    pending: Arc<Mutex<Pending>>,
     dropped: Arc<AtomicU64>,
     cap: u64,
     limits: Limits,
@@ -413,34 +425,25 @@ fn write_loop(
     let mut last_sync = Instant::now();
     let mut failing = false;
     loop {
-        let msg = match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(msg) => Some(msg),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        let (acks, closing): (Vec<SyncAck>, bool) = match rx.recv_timeout(WRITE_EVERY) {
+            Ok(ack) => (std::iter::once(ack).chain(rx.try_iter()).collect(), false),
+            Err(mpsc::RecvTimeoutError::Timeout) => (Vec::new(), false),
+            Err(mpsc::RecvTimeoutError::Disconnected) => (Vec::new(), true),
         };
-        let mut acks = Vec::new();
-        let mut next = msg;
         // Everything waiting is written in one go, then handed to the system once.
-        while let Some(msg) = next.take() {
-            match msg {
-                Msg::Entries(entries) => {
-                    let moves: usize = entries.iter().map(|e| e.moves() + 1).sum();
-                    let mut shelf = shelf.lock();
-                    for mut e in entries {
-                        e.unpack();
-                        if let Err(e) = writer.write(&mut shelf, e) {
-                            dropped.fetch_add(1, Ordering::Relaxed);
-                            if !failing {
-                                tracing::error!("route journal: cannot write: {e}");
-                                failing = true;
-                            }
-                        }
+        let batch = std::mem::take(&mut *pending.lock());
+        if !batch.entries.is_empty() {
+            let mut shelf = shelf.lock();
+            for mut e in batch.entries {
+                e.unpack();
+                if let Err(e) = writer.write(&mut shelf, e) {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                    if !failing {
+                        tracing::error!("route journal: cannot write: {e}");
+                        failing = true;
                     }
-                    queued.fetch_sub(moves, Ordering::Relaxed);
                 }
-                Msg::Sync(ack) => acks.push(ack),
             }
-            next = rx.try_recv().ok();
         }
         match writer.flush() {
             Ok(()) => failing = false,
@@ -454,6 +457,9 @@ fn write_loop(
         for ack in acks {
             let _ = ack.try_send(());
         }
+        if closing {
+            break;
+        }
         if last_sync.elapsed() >= Duration::from_secs(1) {
             writer.sync();
             let mut shelf = shelf.lock();
@@ -466,7 +472,6 @@ fn write_loop(
             last_sync = Instant::now();
         }
     }
-    let _ = writer.flush();
     writer.sync();
 }
 
