@@ -31,8 +31,9 @@ pub struct Limits {
     pub max_age_ms: i64,
 }
 
-/// Moves waiting to be written at most: beyond this (a disk far slower than registrations),
-/// entries are dropped and counted rather than held in memory.
+/// Moves waiting for the writer to take them at most (besides the batch it is writing): beyond
+/// this (a disk far slower than registrations), entries are dropped and counted rather than held
+/// in memory.
 const QUEUED_MOVES_MAX: usize = 2_000_000;
 
 /// Refusals kept in memory for topic questions: a refused registration names no topic.
