@@ -190,7 +190,9 @@ ctl_net_up() {
   done
   [[ -n $s ]] || { echo "no free 10.239.X.0/24"; return 1; }
   CTL_NET_TAG=$tag CTL_SUBNET=10.239.$s
-  ip link add "${tag}br" type bridge &&
+  # An address of its own: a bridge otherwise takes its lowest port's, and a node moved to a
+  # new port would leave every namespace's ARP entry for the host stale for seconds.
+  ip link add "${tag}br" address "$(printf '02:00:0a:ef:%02x:01' "$s")" type bridge &&
     ip addr add "$CTL_SUBNET.1/24" dev "${tag}br" &&
     ip link set "${tag}br" up || return 1
   for i in 0 1 2; do

@@ -55,7 +55,18 @@ impl Net {
             extra,
             cuts: BTreeSet::new(),
         };
-        ip(&["link", "add", &net.bridge(), "type", "bridge"]);
+        // An address of its own: a bridge otherwise takes its lowest port's, which moves as ports
+        // come and go and leaves the namespaces' ARP entries for the test process stale.
+        let mac = format!("02:00:0a:{:02x}:{:02x}:01", 231 + test, pid % 250);
+        ip(&[
+            "link",
+            "add",
+            &net.bridge(),
+            "address",
+            &mac,
+            "type",
+            "bridge",
+        ]);
         ip(&[
             "addr",
             "add",
