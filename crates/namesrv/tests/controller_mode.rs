@@ -170,6 +170,50 @@ async fn a_silent_master_is_replaced_and_the_survivor_is_told_of_its_new_role() 
     assert_eq!(info.master_epoch, 2);
 }
 
+/// Java's client closes a connection whenever one of its requests times out. A master that did
+/// so but still listens at its address is alive, and keeps its role; once nothing listens there
+/// (its process died), the close of its connection elects a new master at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_that_closes_its_connection_but_still_listens_keeps_its_role() {
+    let cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);
+    leader_of(&cluster).await;
+    let master_port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let master_addr = master_port.local_addr().unwrap().to_string();
+    let mut master = joined(&cluster, "grp", &master_addr).await;
+    let mut slave = joined(&cluster, "grp", "127.0.0.1:41021").await;
+    master.heartbeat_timeout_ms = 10_000;
+    slave.heartbeat_timeout_ms = 10_000;
+    in_sync(&cluster, &mut master, &mut slave).await;
+
+    master.disconnect();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let info = slave.replica_info(&cluster.controllers).await.unwrap();
+    assert_eq!(
+        (info.master_id, info.master_epoch),
+        (Some(1), 1),
+        "a closed connection of a broker that listens elects no one"
+    );
+
+    // Its process dies: it spoke last on a connection that now closes, and its port refuses.
+    master.heartbeat(&cluster.controllers).await;
+    drop(master_port);
+    master.disconnect();
+    let mut elected = None;
+    for _ in 0..40 {
+        let info = slave.replica_info(&cluster.controllers).await.unwrap();
+        if info.master_id == Some(2) {
+            elected = Some(info.master_epoch);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        elected,
+        Some(2),
+        "the survivor is master within seconds, not after the dead one's 10 s timeout"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_epochs_survive_a_restart_of_the_node() {
     let mut cluster = ControllerCluster::start(MQNAMESRV, 1, FAST);

@@ -53,6 +53,20 @@ impl Active {
 /// election its death starts.
 const FORWARD_GRACE: Duration = Duration::from_secs(3);
 
+/// How long a broker whose connection closed has to accept a new one before it counts as gone.
+/// A broker's own host answers at once, whether its process listens (a connection accepted by
+/// the kernel, however busy the broker) or died (refused); a deadline passes only when the host
+/// itself is gone.
+const LISTEN_PROBE: Duration = Duration::from_secs(1);
+
+/// Whether something accepts connections at `addr` (a broker's address) now. Nothing is sent.
+pub async fn listens(addr: &str) -> bool {
+    matches!(
+        tokio::time::timeout(LISTEN_PROBE, tokio::net::TcpStream::connect(addr)).await,
+        Ok(Ok(_))
+    )
+}
+
 /// The node looks at its table at least every second (its silent-broker scan): a longer gap
 /// between two looks means the node itself stood still.
 const PAUSE_GAP: Duration = Duration::from_secs(2);
@@ -220,19 +234,27 @@ impl LiveTable {
         }
     }
 
-    /// Removes the brokers whose heartbeats came on a connection that has closed.
-    pub fn on_connection_closed(&mut self, connection: u64, now: Instant) -> Vec<BrokerKey> {
-        let gone: Vec<BrokerKey> = self
-            .brokers
+    /// The brokers whose heartbeats come on `connection`, with the addresses they listen at.
+    pub fn heard_on(&self, connection: u64) -> Vec<(BrokerKey, String)> {
+        self.brokers
             .iter()
             .filter(|(_, e)| connection != 0 && e.beat.connection == connection)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in &gone {
-            self.brokers.remove(k);
-            self.closed.insert(k.clone(), now);
+            .map(|(k, e)| (k.clone(), e.beat.broker_addr.clone()))
+            .collect()
+    }
+
+    /// Removes `key` as gone with `connection`, which has closed, unless its heartbeats come on
+    /// another connection by now (it reconnected); whether it was removed.
+    pub fn gone_with(&mut self, key: &BrokerKey, connection: u64, now: Instant) -> bool {
+        let on_it = self
+            .brokers
+            .get(key)
+            .is_some_and(|e| connection != 0 && e.beat.connection == connection);
+        if on_it {
+            self.brokers.remove(key);
+            self.closed.insert(key.clone(), now);
         }
-        gone
+        on_it
     }
 
     pub fn view(&self, now: Instant) -> Vec<LiveView> {
@@ -272,6 +294,16 @@ mod tests {
         }
     }
 
+    /// What the node does when `connection` closes and nothing listens at the brokers' addresses.
+    fn close(table: &mut LiveTable, connection: u64, now: Instant) -> Vec<BrokerKey> {
+        let heard = table.heard_on(connection);
+        heard
+            .into_iter()
+            .filter(|(k, _)| table.gone_with(k, connection, now))
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     fn beat(conn: u64, epoch: i32) -> Heartbeat {
         Heartbeat {
             broker_addr: "127.0.0.1:10911".into(),
@@ -305,9 +337,34 @@ mod tests {
         let mut table = LiveTable::default();
         table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
         table.on_heartbeat(key("a", 2), beat(2, 3), Via::Direct, t0);
-        assert_eq!(table.on_connection_closed(1, t0), vec![key("a", 1)]);
+        assert_eq!(close(&mut table, 1, t0), vec![key("a", 1)]);
         let alive: BTreeSet<i64> = table.live_of("a", t0).into_keys().collect();
         assert_eq!(alive, BTreeSet::from([2]));
+    }
+
+    #[test]
+    fn a_broker_that_speaks_on_a_new_connection_is_not_gone_with_its_old_one() {
+        let t0 = Instant::now();
+        let mut table = LiveTable::default();
+        table.on_heartbeat(key("a", 1), beat(1, 3), Via::Direct, t0);
+        let heard = table.heard_on(1);
+        assert_eq!(heard, vec![(key("a", 1), "127.0.0.1:10911".to_string())]);
+        // While the node looks at its address, the broker heartbeats again on a new connection.
+        table.on_heartbeat(key("a", 1), beat(2, 3), Via::Direct, t0);
+        assert!(!table.gone_with(&key("a", 1), 1, t0));
+        assert!(table.is_active("c", "a", 1, t0));
+        assert!(table.gone_with(&key("a", 1), 2, t0));
+        assert!(!table.is_active("c", "a", 1, t0));
+    }
+
+    #[tokio::test]
+    async fn an_address_listens_while_a_listener_is_bound_there_and_not_after() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        assert!(listens(&addr).await);
+        drop(listener);
+        assert!(!listens(&addr).await);
+        assert!(!listens("not an address").await);
     }
 
     #[test]
@@ -317,7 +374,7 @@ mod tests {
         table.on_heartbeat(key("a", 1), beat(7, 3), Via::Direct, t0);
         table.on_heartbeat(key("a", 1), beat(0, 3), Via::Follower, t0);
         // Still the broker's own connection: its close is its death.
-        assert_eq!(table.on_connection_closed(7, t0), vec![key("a", 1)]);
+        assert_eq!(close(&mut table, 7, t0), vec![key("a", 1)]);
         let soon = t0 + Duration::from_millis(500);
         table.on_heartbeat(key("a", 1), beat(0, 3), Via::Follower, soon);
         assert!(
@@ -327,7 +384,7 @@ mod tests {
         // A broker heard only through followers is alive, and no close of ours ends it.
         let later = t0 + Duration::from_secs(4);
         table.on_heartbeat(key("a", 2), beat(0, 3), Via::Follower, later);
-        assert!(table.on_connection_closed(0, later).is_empty());
+        assert!(close(&mut table, 0, later).is_empty());
         assert!(table.is_active("c", "a", 2, later));
         // The broker itself speaks again: alive at once.
         table.on_heartbeat(key("a", 1), beat(8, 3), Via::Direct, soon);
@@ -360,7 +417,7 @@ mod tests {
         assert_eq!(table.live_of("a", t0)[&1].epoch, 4, "a newer epoch does");
         assert_eq!(table.live_of("a", t0)[&1].max_offset, 10);
         // A broker that left starts afresh.
-        table.on_connection_closed(1, t0);
+        close(&mut table, 1, t0);
         table.on_heartbeat(
             key("a", 1),
             at(1, 5),

@@ -297,7 +297,12 @@ impl Controller {
         self.group.applied().read().state.groups()
     }
 
-    /// A connection closed: brokers that heartbeat on it are gone now, not in ten seconds.
+    /// A connection closed. A broker that heartbeats on it is gone now, not in ten seconds, once
+    /// nothing accepts connections at its address (its process died). One that still listens
+    /// closed only this connection (Java's client closes a connection whenever a request times
+    /// out, as when the broker's own resolver stalled its event loop): electing a new master
+    /// would stop its sends for nothing, so it stays until its own timeout or its next
+    /// heartbeat.
     pub fn on_connection_closed(self: &Arc<Self>, connection: u64) {
         if let Some(sessions) = &self.peer_sessions {
             sessions.closed(connection);
@@ -305,11 +310,26 @@ impl Controller {
         if self.shutdown.is_cancelled() {
             return;
         }
-        let gone = self
-            .live_table()
-            .on_connection_closed(connection, Instant::now());
-        for key in gone {
-            self.clone().on_broker_inactive(key);
+        for (key, addr) in self.live_table().heard_on(connection) {
+            let node = self.clone();
+            tokio::spawn(async move {
+                if crate::heartbeat::listens(&addr).await {
+                    tracing::info!(
+                        cluster = %key.cluster_name,
+                        broker = %key.broker_name,
+                        id = key.broker_id,
+                        %addr,
+                        "a broker closed its connection but still listens: alive until its own timeout"
+                    );
+                    return;
+                }
+                let gone = node
+                    .live_table()
+                    .gone_with(&key, connection, Instant::now());
+                if gone {
+                    node.on_broker_inactive(key);
+                }
+            });
         }
     }
 
