@@ -258,6 +258,7 @@ async fn a_group_serves_metrics_probes_and_a_page_naming_members_masters_and_ele
 }
 
 fn try_start(conf: &str) -> std::process::Output {
+    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("controller.conf");
     std::fs::write(&path, conf).unwrap();
@@ -268,10 +269,36 @@ fn try_start(conf: &str) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // A node that boots runs until killed: give it the time to print what it serves.
-    std::thread::sleep(Duration::from_millis(1500));
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = {
+        let printed = printed.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stdout.read(&mut chunk) {
+                printed.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    // A node that boots runs until killed: it is given the time to print what it serves, which
+    // follows its boot line at once (on a busy machine the boot itself may take seconds).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut booted_at = None;
+    while std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        let booted = String::from_utf8_lossy(&printed.lock().unwrap()).contains("boot success");
+        let since = *booted_at.get_or_insert_with(std::time::Instant::now);
+        if !booted {
+            booted_at = None;
+        } else if since.elapsed() >= Duration::from_millis(700) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _ = child.kill();
-    child.wait_with_output().unwrap()
+    let mut out = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    out.stdout = printed.lock().unwrap().clone();
+    out
 }
 
 #[test]
