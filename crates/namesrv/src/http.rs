@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State as AxumState;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -53,22 +53,6 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, shutdown: Cancellat
             page: Default::default(),
         });
     rocketmq_http::serve(listener, app, limits, shutdown).await
-}
-
-/// `answer`'s JSON, not to be cached, made on the blocking pool: the status walks the registry,
-/// the journal's answers read its files.
-async fn json_answer<T: serde::Serialize>(answer: impl FnOnce() -> T + Send + 'static) -> Response {
-    match tokio::task::spawn_blocking(move || serde_json::to_vec(&answer())).await {
-        Ok(Ok(body)) => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            body,
-        )
-            .into_response(),
-        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
 }
 
 async fn metrics(AxumState(http): AxumState<Http>) -> Response {

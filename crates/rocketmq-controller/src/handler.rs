@@ -14,15 +14,12 @@ use rocketmq_wire::headers::controller::{
     GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
     RegisterBrokerToControllerRequestHeader,
 };
-use rocketmq_wire::headers::{
-    AddMemberRequestHeader, HeaderError, RemoveMemberRequestHeader, RequestHeader, ResponseHeader,
-    TransferLeaderRequestHeader,
-};
+use rocketmq_wire::headers::{HeaderError, RequestHeader, ResponseHeader};
 use rocketmq_wire::{ExtFields, RemotingCommand};
 
 use crate::heartbeat::{BrokerKey, Heartbeat, Via, DEFAULT_TIMEOUT, MAX_HEARTBEAT_TIMEOUT};
 use crate::node::{response, ConsensusError, Controller};
-use crate::raft::codes;
+use crate::raft::{codes, Applied};
 use crate::replicated::{header_fields, Command, CommandReply};
 use rocketmq_raft::group::Served;
 
@@ -47,12 +44,8 @@ pub async fn handle(
     );
     // Changing the group's members moves who decides every broker's role: only from a
     // member's host or this host (an operator on a controller machine).
-    let members_admin = matches!(
-        req.code,
-        request::CONTROLLER_ADD_MEMBER
-            | request::CONTROLLER_REMOVE_MEMBER
-            | request::CONTROLLER_TRANSFER_LEADER
-    );
+    let members_admin =
+        (request::CONTROLLER_ADD_MEMBER..=request::CONTROLLER_TRANSFER_LEADER).contains(&req.code);
     let header_bytes: usize = req
         .ext_fields
         .iter()
@@ -78,33 +71,54 @@ pub async fn handle(
             }
         }
     }
-    let answer = match req.code {
-        // What a request's headers carry becomes a log entry that every node replicates: one
-        // bigger than any broker sends would stall replication once it outgrew a frame.
-        _ if header_bytes > MAX_HEADER_BYTES => invalid("the request's header fields are too long"),
+    // What a request's headers carry becomes a log entry that every node replicates: one
+    // bigger than any broker sends would stall replication once it outgrew a frame.
+    let answer = if header_bytes > MAX_HEADER_BYTES {
+        invalid("the request's header fields are too long")
+    } else if peers_only && !from_member {
         // A forged vote with a high term would depose the leader, a forged heartbeat keep a dead
         // broker alive: only the group's members speak these.
-        _ if peers_only && !from_member => {
-            static TOLD: RefusalLog = RefusalLog::new();
-            if let Some(refused) = TOLD.tell() {
-                tracing::warn!(%from, code = req.code, refused, "controller peer requests from a non-member refused (refused: how many since the last such line)");
-            }
-            ResponseDraft::code(
-                response::NO_PERMISSION,
-                "raft requests are accepted from the controller group's members only",
-            )
+        static TOLD: RefusalLog = RefusalLog::new();
+        if let Some(refused) = TOLD.tell() {
+            tracing::warn!(%from, code = req.code, refused, "controller peer requests from a non-member refused (refused: how many since the last such line)");
         }
-        _ if members_admin && !from.is_loopback() && !from_member => {
-            static TOLD: RefusalLog = RefusalLog::new();
-            if let Some(refused) = TOLD.tell() {
-                tracing::warn!(%from, code = req.code, refused, "member changes from a non-member host refused (refused: how many since the last such line)");
-            }
-            ResponseDraft::code(
-                response::NO_PERMISSION,
-                "member changes are accepted from the controller group's member hosts or \
-                 loopback only",
-            )
+        ResponseDraft::code(
+            response::NO_PERMISSION,
+            "raft requests are accepted from the controller group's members only",
+        )
+    } else if members_admin && !from.is_loopback() && !from_member {
+        static TOLD: RefusalLog = RefusalLog::new();
+        if let Some(refused) = TOLD.tell() {
+            tracing::warn!(%from, code = req.code, refused, "member changes from a non-member host refused (refused: how many since the last such line)");
         }
+        ResponseDraft::code(
+            response::NO_PERMISSION,
+            "member changes are accepted from the controller group's member hosts or \
+             loopback only",
+        )
+    } else {
+        serve_code(controller, req, connection)
+            .await
+            .unwrap_or_else(|refused| refused)
+    };
+    if req.is_oneway() {
+        return None;
+    }
+    let mut answer = answer.into_response(req);
+    if let (Some(sessions), true) = (&controller.peer_sessions, peers_only) {
+        sessions.seal_answer(connection, &mut answer);
+    }
+    Some(answer)
+}
+
+/// The answer by the request's code, once the request may be served at all; a request without
+/// the header fields it needs is refused with their names (the arms' `?`).
+async fn serve_code(
+    controller: &Arc<Controller>,
+    req: &RemotingCommand,
+    connection: u64,
+) -> Result<ResponseDraft, ResponseDraft> {
+    Ok(match req.code {
         request::BROKER_HEARTBEAT => {
             let answer = heartbeat(controller, req, connection, Via::Direct);
             if answer.code == response::SUCCESS {
@@ -121,31 +135,26 @@ pub async fn handle(
         request::CONTROLLER_ALTER_SYNC_STATE_SET => alter_sync_state_set(controller, req).await,
         request::CONTROLLER_ELECT_MASTER => elect_master(controller, req).await,
         request::CONTROLLER_REGISTER_BROKER => {
-            match RegisterBrokerToControllerRequestHeader::from_command(req) {
-                Ok(h) => {
-                    let cmd = Command::RegisterBroker {
-                        cluster_name: h.cluster_name.to_string(),
-                        broker_name: h.broker_name.to_string(),
-                        broker_id: h.broker_id,
-                        broker_address: h.broker_address.to_string(),
-                        alive: controller.alive_ids(h.broker_name),
-                    };
-                    reply_of(controller.write(cmd).await)
-                }
-                Err(_) => {
-                    invalid("clusterName, brokerName, brokerId and brokerAddress are required")
-                }
-            }
+            let h: RegisterBrokerToControllerRequestHeader = header(
+                req,
+                "clusterName, brokerName, brokerId and brokerAddress are required",
+            )?;
+            let cmd = Command::RegisterBroker {
+                cluster_name: h.cluster_name.to_string(),
+                broker_name: h.broker_name.to_string(),
+                broker_id: h.broker_id,
+                broker_address: h.broker_address.to_string(),
+                alive: controller.alive_ids(h.broker_name),
+            };
+            reply_of(controller.write(cmd).await)
         }
         request::CONTROLLER_GET_REPLICA_INFO => {
-            match GetReplicaInfoRequestHeader::from_command(req) {
-                Ok(h) => reply_of(
-                    controller
-                        .read(|a| a.state.replica_info(h.broker_name))
-                        .await,
-                ),
-                Err(_) => invalid("brokerName is required"),
-            }
+            let h: GetReplicaInfoRequestHeader = header(req, "brokerName is required")?;
+            reply_of(
+                controller
+                    .read(|a| a.state.replica_info(h.broker_name))
+                    .await,
+            )
         }
         request::CONTROLLER_GET_SYNC_STATE_DATA => {
             match req.body.as_deref().map(BrokerNameList::decode) {
@@ -163,77 +172,42 @@ pub async fn handle(
             }
         }
         request::CLEAN_BROKER_DATA => {
-            match CleanControllerBrokerDataRequestHeader::from_command(req) {
-                Ok(h) => {
-                    let cmd = Command::CleanBrokerData {
-                        cluster_name: h.cluster_name.map(String::from),
-                        broker_name: h.broker_name.to_string(),
-                        ids_to_clean: h.broker_controller_ids_to_clean.map(String::from),
-                        clean_living_broker: h.is_clean_living_broker,
-                        alive: controller.alive_ids(h.broker_name),
-                    };
-                    reply_of(controller.write(cmd).await)
-                }
-                Err(_) => invalid("brokerName is required"),
-            }
+            let h: CleanControllerBrokerDataRequestHeader = header(req, "brokerName is required")?;
+            let cmd = Command::CleanBrokerData {
+                cluster_name: h.cluster_name.map(String::from),
+                broker_name: h.broker_name.to_string(),
+                ids_to_clean: h.broker_controller_ids_to_clean.map(String::from),
+                clean_living_broker: h.is_clean_living_broker,
+                alive: controller.alive_ids(h.broker_name),
+            };
+            reply_of(controller.write(cmd).await)
         }
         request::CONTROLLER_GET_NEXT_BROKER_ID => {
-            match GetNextBrokerIdRequestHeader::from_command(req) {
-                Ok(h) => reply_of(
-                    controller
-                        .read(|a| a.state.next_broker_id(h.cluster_name, h.broker_name))
-                        .await,
-                ),
-                Err(_) => invalid("clusterName and brokerName are required"),
-            }
+            let h: GetNextBrokerIdRequestHeader =
+                header(req, "clusterName and brokerName are required")?;
+            let next = |a: &Applied| a.state.next_broker_id(h.cluster_name, h.broker_name);
+            reply_of(controller.read(next).await)
         }
         request::CONTROLLER_APPLY_BROKER_ID => {
-            match ApplyBrokerIdRequestHeader::from_command(req) {
-                Ok(h) => {
-                    let cmd = Command::ApplyBrokerId {
-                        cluster_name: h.cluster_name.to_string(),
-                        broker_name: h.broker_name.to_string(),
-                        applied_broker_id: h.applied_broker_id,
-                        register_check_code: h.register_check_code.to_string(),
-                    };
-                    reply_of(controller.write(cmd).await)
-                }
-                Err(_) => invalid(
-                    "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
-                ),
-            }
+            let h: ApplyBrokerIdRequestHeader = header(
+                req,
+                "clusterName, brokerName, appliedBrokerId and registerCheckCode are required",
+            )?;
+            let cmd = Command::ApplyBrokerId {
+                cluster_name: h.cluster_name.to_string(),
+                broker_name: h.broker_name.to_string(),
+                applied_broker_id: h.applied_broker_id,
+                register_check_code: h.register_check_code.to_string(),
+            };
+            reply_of(controller.write(cmd).await)
         }
         request::CONTROLLER_LIST_MEMBERS => members_reply(controller.group().list_members()),
-        request::CONTROLLER_ADD_MEMBER => match AddMemberRequestHeader::from_command(req) {
-            Ok(h) => members_reply(
-                controller
-                    .group()
-                    .change_members(MemberChange::Add {
-                        id: h.member_id,
-                        addr: h.member_address,
-                    })
-                    .await,
-            ),
-            Err(_) => invalid("memberId and memberAddress are required"),
-        },
-        request::CONTROLLER_REMOVE_MEMBER => match RemoveMemberRequestHeader::from_command(req) {
-            Ok(h) => members_reply(
-                controller
-                    .group()
-                    .change_members(MemberChange::Remove { id: h.member_id })
-                    .await,
-            ),
-            Err(_) => invalid("memberId is required"),
-        },
-        request::CONTROLLER_TRANSFER_LEADER => {
-            match TransferLeaderRequestHeader::from_command(req) {
-                Ok(h) => members_reply(
-                    controller
-                        .group()
-                        .change_members(MemberChange::TransferLeader { id: h.member_id })
-                        .await,
-                ),
-                Err(_) => invalid("memberId is required"),
+        request::CONTROLLER_ADD_MEMBER
+        | request::CONTROLLER_REMOVE_MEMBER
+        | request::CONTROLLER_TRANSFER_LEADER => {
+            match MemberChange::from_request(req, request::CONTROLLER_ADD_MEMBER) {
+                Ok(change) => members_reply(controller.group().change_members(change).await),
+                Err(why) => invalid(why),
             }
         }
         // The group's own Raft codes (`Group::serve` answers those), else none of ours.
@@ -246,15 +220,7 @@ pub async fn handle(
                 &format!(" request type {other} not supported"),
             ),
         },
-    };
-    if req.is_oneway() {
-        return None;
-    }
-    let mut answer = answer.into_response(req);
-    if let (Some(sessions), true) = (&controller.peer_sessions, peers_only) {
-        sessions.seal_answer(connection, &mut answer);
-    }
-    Some(answer)
+    })
 }
 
 /// A response under construction.
@@ -301,6 +267,14 @@ impl ResponseDraft {
         }
         resp
     }
+}
+
+/// The request's header, or the refusal naming the fields it needs.
+fn header<'a, H: RequestHeader<'a>>(
+    req: &'a RemotingCommand,
+    needs: &str,
+) -> Result<H, ResponseDraft> {
+    H::from_command(req).map_err(|_| invalid(needs))
 }
 
 fn invalid(remark: &str) -> ResponseDraft {

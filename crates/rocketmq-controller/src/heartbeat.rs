@@ -249,7 +249,7 @@ impl LiveTable {
         let on_it = self
             .brokers
             .get(key)
-            .is_some_and(|e| connection != 0 && e.beat.connection == connection);
+            .is_some_and(|e| e.beat.connection == connection);
         if on_it {
             self.brokers.remove(key);
             self.closed.insert(key.clone(), now);

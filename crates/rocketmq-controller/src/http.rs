@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State as AxumState;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -94,17 +94,7 @@ async fn ready(AxumState(http): AxumState<Http>) -> Response {
 }
 
 async fn status_json(AxumState(http): AxumState<Http>) -> Response {
-    match serde_json::to_vec(&status(&http)) {
-        Ok(body) => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            body,
-        )
-            .into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    rocketmq_http::json(move || status(&http)).await
 }
 
 async fn status_page(AxumState(http): AxumState<Http>) -> Response {

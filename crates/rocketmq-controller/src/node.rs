@@ -310,7 +310,9 @@ impl Controller {
         if self.shutdown.is_cancelled() {
             return;
         }
-        for (key, addr) in self.live_table().heard_on(connection) {
+        // Not looped over under the table's lock, which the tasks take.
+        let heard = self.live_table().heard_on(connection);
+        for (key, addr) in heard {
             let node = self.clone();
             tokio::spawn(async move {
                 if crate::heartbeat::listens(&addr).await {
@@ -323,10 +325,10 @@ impl Controller {
                     );
                     return;
                 }
-                let gone = node
+                if node
                     .live_table()
-                    .gone_with(&key, connection, Instant::now());
-                if gone {
+                    .gone_with(&key, connection, Instant::now())
+                {
                     node.on_broker_inactive(key);
                 }
             });

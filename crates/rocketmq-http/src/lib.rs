@@ -282,6 +282,22 @@ pub fn text(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }
 
+/// `answer`'s JSON, not to be cached, made on the blocking pool (a status walks tables, a
+/// journal's answer reads files).
+pub async fn json<T: serde::Serialize>(answer: impl FnOnce() -> T + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(move || serde_json::to_vec(&answer())).await {
+        Ok(Ok(body)) => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        _ => axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
 /// A scrape's answer.
 pub fn openmetrics(body: String) -> Response {
     (

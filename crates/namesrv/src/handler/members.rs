@@ -7,9 +7,6 @@ use rocketmq_wire::body::GroupMembers;
 use rocketmq_wire::codes::peer::keys;
 use rocketmq_wire::codes::request as req;
 use rocketmq_wire::codes::response as resp;
-use rocketmq_wire::headers::{
-    AddMemberRequestHeader, RemoveMemberRequestHeader, RequestHeader, TransferLeaderRequestHeader,
-};
 use rocketmq_wire::RemotingCommand;
 
 use super::{Context, HandlerResult};
@@ -38,20 +35,7 @@ pub async fn change(state: &State, c: Context, r: &RemotingCommand) -> HandlerRe
             ),
         );
     }
-    let change = match r.code {
-        req::NAMESRV_ADD_MEMBER => AddMemberRequestHeader::from_command(r)
-            .map(|h| MemberChange::Add {
-                id: h.member_id,
-                addr: h.member_address,
-            })
-            .map_err(|_| "memberId and memberAddress are required"),
-        req::NAMESRV_REMOVE_MEMBER => RemoveMemberRequestHeader::from_command(r)
-            .map(|h| MemberChange::Remove { id: h.member_id })
-            .map_err(|_| "memberId is required"),
-        _ => TransferLeaderRequestHeader::from_command(r)
-            .map(|h| MemberChange::TransferLeader { id: h.member_id })
-            .map_err(|_| "memberId is required"),
-    };
+    let change = MemberChange::from_request(r, req::NAMESRV_ADD_MEMBER);
     Ok(match change {
         Ok(change) => answer(group, r, group.raft().change_members(change).await),
         Err(why) => {

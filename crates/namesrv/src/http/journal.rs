@@ -105,7 +105,7 @@ pub(super) async fn json(
         Err(why) => return bad_request(why),
     };
     // The journal's files are read, after waiting for its writer: no place for a request worker.
-    super::json_answer(move || answer(&http.state, asked.subject(), limit)).await
+    rocketmq_http::json(move || answer(&http.state, asked.subject(), limit)).await
 }
 
 #[cfg(test)]

@@ -427,7 +427,7 @@ pub(super) async fn json(
     Query(q): Query<PageQuery>,
 ) -> Response {
     let host = request_host(&headers);
-    super::json_answer(move || status(&http, &q, host.as_deref())).await
+    rocketmq_http::json(move || status(&http, &q, host.as_deref())).await
 }
 
 fn render_page(http: &Http, q: PageQuery, host: Option<&str>) -> String {

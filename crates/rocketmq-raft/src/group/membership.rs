@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, ChangeMembers, ServerState};
 use rocketmq_wire::body::{GroupMember, GroupMembers};
+use rocketmq_wire::headers::{
+    AddMemberRequestHeader, RemoveMemberRequestHeader, RequestHeader, TransferLeaderRequestHeader,
+};
 use rocketmq_wire::RemotingCommand;
 
 use super::Group;
@@ -63,6 +66,30 @@ pub enum MemberChange<'a> {
     Remove { id: &'a str },
     /// The leadership handed to a caught-up voter.
     TransferLeader { id: &'a str },
+}
+
+impl<'a> MemberChange<'a> {
+    /// The change a request asks for, else the remark refusing it. Each group's add, remove and
+    /// transfer codes follow one another from `add_code` (1200 the controller's, 1204 the
+    /// NameServers'), and their requests carry the same headers.
+    pub fn from_request(r: &'a RemotingCommand, add_code: i32) -> Result<Self, &'static str> {
+        let id_only = "memberId is required";
+        match r.code.wrapping_sub(add_code) {
+            0 => AddMemberRequestHeader::from_command(r)
+                .map(|h| Self::Add {
+                    id: h.member_id,
+                    addr: h.member_address,
+                })
+                .map_err(|_| "memberId and memberAddress are required"),
+            1 => RemoveMemberRequestHeader::from_command(r)
+                .map(|h| Self::Remove { id: h.member_id })
+                .map_err(|_| id_only),
+            2 => TransferLeaderRequestHeader::from_command(r)
+                .map(|h| Self::TransferLeader { id: h.member_id })
+                .map_err(|_| id_only),
+            _ => Err("not a member change"),
+        }
+    }
 }
 
 /// The membership this node holds (the newest it has received, committed or not).
@@ -687,6 +714,37 @@ async fn ask_to_lead(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_request_reads_by_its_code_from_the_groups_add_code() {
+        use rocketmq_wire::codes::request as req;
+        let mut r = RemotingCommand::request(req::NAMESRV_ADD_MEMBER)
+            .with_ext("memberId", "n3")
+            .with_ext("memberAddress", "ns-3:9876");
+        let add = MemberChange::from_request(&r, req::NAMESRV_ADD_MEMBER);
+        assert!(matches!(
+            add,
+            Ok(MemberChange::Add {
+                id: "n3",
+                addr: "ns-3:9876"
+            })
+        ));
+        r.code = req::NAMESRV_TRANSFER_LEADER;
+        let transfer = MemberChange::from_request(&r, req::NAMESRV_ADD_MEMBER);
+        assert!(matches!(
+            transfer,
+            Ok(MemberChange::TransferLeader { id: "n3" })
+        ));
+        // The controller's codes are another group's: not a change of this one.
+        assert!(MemberChange::from_request(&r, req::CONTROLLER_ADD_MEMBER).is_err());
+        let bare = RemotingCommand::request(req::CONTROLLER_ADD_MEMBER);
+        assert_eq!(
+            MemberChange::from_request(&bare, req::CONTROLLER_ADD_MEMBER).err(),
+            Some("memberId and memberAddress are required")
+        );
+        let min = RemotingCommand::request(i32::MIN);
+        assert!(MemberChange::from_request(&min, req::CONTROLLER_ADD_MEMBER).is_err());
+    }
 
     fn set(ids: &[u64]) -> BTreeSet<u64> {
         ids.iter().copied().collect()
