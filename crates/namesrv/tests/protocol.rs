@@ -337,3 +337,43 @@ async fn waits_for_brokers_before_serving_routes_when_asked() {
     assert_eq!(resp.code, response::SYSTEM_ERROR);
     assert_eq!(resp.remark.as_deref(), Some("name server not ready"));
 }
+
+/// Answers with large bodies (a topic list of 6,000 names, about 90 KB) are written from where
+/// they are, not copied with the others: on one connection, pipelined requests still get every
+/// answer once and whole (in the order they are ready: a client matches them by opaque).
+#[tokio::test]
+async fn large_answers_pipelined_with_small_ones_arrive_whole() {
+    let server = MQNAMESRV.start();
+    let names: Vec<String> = (0..6000).map(|i| format!("PipelinedTopic{i:05}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let _broker = Broker::new("c", "a", 0, "127.0.0.1:10911")
+        .register_on(&server, &refs)
+        .await;
+    let mut sent = Vec::new();
+    for i in 0..12 {
+        let mut request = if i % 3 == 0 {
+            RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        } else {
+            route_request(&names[i * 100], 0)
+        };
+        request.opaque = 1000 + i as i32;
+        sent.extend(rocketmq_wire::frame::frame_bytes(&request));
+    }
+    let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, &sent).await.unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..12 {
+        let payload = read_frame(&mut stream).await.expect("an answer");
+        let answer = rocketmq_wire::frame::decode_payload(payload.into()).unwrap();
+        let i = (answer.opaque - 1000) as usize;
+        assert!(answered.insert(i), "answer {i} once");
+        assert_eq!(answer.code, response::SUCCESS, "{:?}", answer.remark);
+        if i % 3 == 0 {
+            assert_eq!(topics(&answer).len(), names.len());
+        } else {
+            let route = String::from_utf8_lossy(answer.body.as_deref().unwrap()).to_string();
+            assert!(route.contains("127.0.0.1:10911"), "{route}");
+        }
+    }
+    assert_eq!(answered, (0..12).collect());
+}

@@ -92,6 +92,12 @@ pub fn frame_bytes(cmd: &RemotingCommand) -> Vec<u8> {
 
 /// Appends the whole frame of `cmd`, length field included.
 pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
+    encode_frame_head(cmd, dst);
+    dst.put_slice(cmd.body.as_deref().unwrap_or_default());
+}
+
+/// The frame of `cmd` up to its body, which the caller writes right after it.
+pub fn encode_frame_head(cmd: &RemotingCommand, dst: &mut BytesMut) {
     let start = dst.len();
     dst.put_u32(0);
     dst.put_u32(0);
@@ -100,9 +106,7 @@ pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
         SerializeType::RocketMq => header_codec::encode_binary(cmd, dst),
     }
     let header_len = dst.len() - start - 8;
-    let body = cmd.body.as_deref().unwrap_or_default();
-    dst.put_slice(body);
-    let frame_len = (dst.len() - start - 4) as u32;
+    let frame_len = (dst.len() - start - 4 + cmd.body.as_ref().map_or(0, |b| b.len())) as u32;
     dst[start..start + 4].copy_from_slice(&frame_len.to_be_bytes());
     let ori = ((cmd.ser_type.code() as u32) << 24) | (header_len as u32 & 0x00FF_FFFF);
     dst[start + 4..start + 8].copy_from_slice(&ori.to_be_bytes());

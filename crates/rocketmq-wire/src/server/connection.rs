@@ -15,7 +15,9 @@ use tracing::{debug, warn};
 use super::frames::{Frame, FrameReader, SMALL_FRAME};
 use super::{offload, DecodeBudget, Dispatch, Origin, Service};
 use crate::error::FrameError;
-use crate::frame::{decode_payload, encode_frame, payload_header_len, release_if_large};
+use crate::frame::{
+    decode_payload, encode_frame, encode_frame_head, payload_header_len, release_if_large,
+};
 use crate::listener::ConnectionBounds;
 use crate::RemotingCommand;
 
@@ -50,6 +52,7 @@ impl<S: Service> Serving<'_, S> {
             service: self.service,
             origin,
             out: BytesMut::with_capacity(4096),
+            in_place: Vec::new(),
             off_reader: Arc::new(Semaphore::new(OFF_READER_IN_FLIGHT)),
             done: mpsc::channel(OFF_READER_IN_FLIGHT),
         };
@@ -80,7 +83,7 @@ impl<S: Service> Serving<'_, S> {
                                 }
                             }
                         }
-                        if conn.out.len() >= WRITE_BATCH {
+                        if conn.out.len() >= WRITE_BATCH || !conn.in_place.is_empty() {
                             break;
                         }
                         // Answer everything that has already arrived before writing.
@@ -102,8 +105,14 @@ impl<S: Service> Serving<'_, S> {
             while let Ok((response, _permit)) = conn.done.1.try_recv() {
                 conn.push(&response);
             }
-            if !conn.out.is_empty() {
-                match tokio::time::timeout(bounds.idle, write.write_all(&conn.out)).await {
+            if !conn.out.is_empty() || !conn.in_place.is_empty() {
+                let written = async {
+                    for chunk in conn.in_place.drain(..) {
+                        write.write_all(&chunk).await?;
+                    }
+                    write.write_all(&conn.out).await
+                };
+                match tokio::time::timeout(bounds.idle, written).await {
                     Ok(Ok(())) => {
                         conn.out.clear();
                         // A large answer (a topic list, a peer's pull) leaves its buffer behind.
@@ -145,6 +154,8 @@ struct Connection<'a, S> {
     service: &'a Arc<S>,
     origin: Origin,
     out: BytesMut,
+    /// What goes before `out`, in order: the answers gathered before a large body, and the body.
+    in_place: Vec<bytes::Bytes>,
     off_reader: Arc<Semaphore>,
     /// Answers of requests served off the reader, each with the permit it was served under:
     /// it is released only once the answer is in `out`, so a client that sends without
@@ -154,7 +165,17 @@ struct Connection<'a, S> {
 
 impl<S: Service> Connection<'_, S> {
     fn push(&mut self, response: &RemotingCommand) {
-        encode_frame(response, &mut self.out);
+        match response.body.as_ref() {
+            // A body of a batch or more is written from where it is (a topic list kept built, a
+            // peer's pull) instead of being copied into the buffer, which would grow to its
+            // size for every such answer and be given back after it.
+            Some(body) if body.len() >= WRITE_BATCH => {
+                encode_frame_head(response, &mut self.out);
+                self.in_place.push(self.out.split().freeze());
+                self.in_place.push(body.clone());
+            }
+            _ => encode_frame(response, &mut self.out),
+        }
     }
 
     async fn accept(&mut self, request: RemotingCommand) {
