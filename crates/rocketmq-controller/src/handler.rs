@@ -146,12 +146,13 @@ async fn serve_code(
                 broker_address: h.broker_address.to_string(),
                 alive: controller.alive_ids(h.broker_name),
             };
-            reply_of(controller.write(cmd).await)
+            reply_of(controller.group().write(cmd).await)
         }
         request::CONTROLLER_GET_REPLICA_INFO => {
             let h: GetReplicaInfoRequestHeader = header(req, "brokerName is required")?;
             reply_of(
                 controller
+                    .group()
                     .read(|a| a.state.replica_info(h.broker_name))
                     .await,
             )
@@ -163,6 +164,7 @@ async fn serve_code(
                     let alive = |c: &str, n: &str, id: i64| active.contains(c, n, id);
                     reply_of(
                         controller
+                            .group()
                             .read(|a| a.state.sync_state_data(&names, &alive))
                             .await,
                     )
@@ -180,13 +182,13 @@ async fn serve_code(
                 clean_living_broker: h.is_clean_living_broker,
                 alive: controller.alive_ids(h.broker_name),
             };
-            reply_of(controller.write(cmd).await)
+            reply_of(controller.group().write(cmd).await)
         }
         request::CONTROLLER_GET_NEXT_BROKER_ID => {
             let h: GetNextBrokerIdRequestHeader =
                 header(req, "clusterName and brokerName are required")?;
             let next = |a: &Applied| a.state.next_broker_id(h.cluster_name, h.broker_name);
-            reply_of(controller.read(next).await)
+            reply_of(controller.group().read(next).await)
         }
         request::CONTROLLER_APPLY_BROKER_ID => {
             let h: ApplyBrokerIdRequestHeader = header(
@@ -199,7 +201,7 @@ async fn serve_code(
                 applied_broker_id: h.applied_broker_id,
                 register_check_code: h.register_check_code.to_string(),
             };
-            reply_of(controller.write(cmd).await)
+            reply_of(controller.group().write(cmd).await)
         }
         request::CONTROLLER_LIST_MEMBERS => members_reply(controller.group().list_members()),
         request::CONTROLLER_ADD_MEMBER
@@ -357,7 +359,7 @@ fn metadata(controller: &Arc<Controller>) -> ResponseDraft {
         group: Some(&config.group),
         controller_leader_id: leader.as_ref().map(|(id, _)| id.as_str()),
         controller_leader_address: leader.as_ref().map(|(_, addr)| addr.as_str()),
-        is_leader: controller.is_leader(),
+        is_leader: controller.group().is_leader(),
         peers: Some(&peers),
     })
 }
@@ -397,7 +399,7 @@ async fn alter_sync_state_set(
         sync_state_set_epoch: set.sync_state_set_epoch,
         alive: controller.alive_ids(h.broker_name),
     };
-    reply_of(controller.write(cmd).await)
+    reply_of(controller.group().write(cmd).await)
 }
 
 async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> ResponseDraft {
@@ -416,7 +418,7 @@ async fn elect_master(controller: &Arc<Controller>, req: &RemotingCommand) -> Re
         (_, Some(id)) => format!("broker id {id} asked"),
         _ => "asked without a broker id".to_string(),
     };
-    let result = controller.write(cmd).await;
+    let result = controller.group().write(cmd).await;
     if let Ok(reply) = &result {
         controller.after_election(h.broker_name, &cause, reply);
     }

@@ -69,7 +69,7 @@ fn status(http: &Http) -> Status {
         now_ms: rocketmq_wire::clock::now_ms(),
         version: env!("CARGO_PKG_VERSION"),
         uptime_s: http.started.elapsed().as_secs(),
-        ready: http.controller.is_ready(),
+        ready: http.controller.group().unready_reason().is_none(),
         controller: http.controller.view(PAGE_ROWS),
     }
 }
@@ -83,7 +83,7 @@ async fn metrics(AxumState(http): AxumState<Http>) -> Response {
 }
 
 async fn ready(AxumState(http): AxumState<Http>) -> Response {
-    match http.controller.unready_reason() {
+    match http.controller.group().unready_reason() {
         None => rocketmq_http::text("ready\n".into()),
         Some(why) => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ControllerConfig;
 use crate::forward::Forwarder;
 use crate::heartbeat::{BrokerKey, LiveTable, LiveView, Via, DEFAULT_TIMEOUT};
-use crate::raft::{codes, Applied, RAFT_CODES};
+use crate::raft::{codes, RAFT_CODES};
 use crate::recent::{Happening, Recent};
 use crate::replicated::{Command, CommandReply, ControllerState, GroupView, RoleChange};
 use rocketmq_raft::peer_auth::{PeerSecret, PeerSessions};
@@ -160,21 +160,6 @@ impl Controller {
         }
         config.apply_update(props);
         Ok(())
-    }
-
-    /// Whether this node leads and a quorum has acknowledged it within the lease.
-    pub fn is_leader(&self) -> bool {
-        self.group.is_leader()
-    }
-
-    /// Whether the node serves its part: `None` when it is a member of a group with a leader
-    /// (itself, or one heard from within the lease) and is not still refilling a lost store.
-    pub fn unready_reason(&self) -> Option<String> {
-        self.group.unready_reason()
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.unready_reason().is_none()
     }
 
     /// (leader id, leader address) as the group's members are named in the config, for the
@@ -335,16 +320,6 @@ impl Controller {
         }
     }
 
-    /// Proposes a command and waits until it is applied (`Group::write`).
-    pub async fn write(&self, cmd: Command) -> Result<CommandReply, ConsensusError> {
-        self.group.write(cmd).await
-    }
-
-    /// Runs `f` on the state once the leadership is confirmed (`Group::read`).
-    pub async fn read<T>(&self, f: impl FnOnce(&Applied) -> T) -> Result<T, ConsensusError> {
-        self.group.read(f).await
-    }
-
     /// The live members of a broker group, as elections and registrations weigh them. A leader
     /// that has led for less than [`UNHEARD_MASTER_GRACE`] may not have heard every broker yet:
     /// when the whole group restarted (a StatefulSet's pods deleted at once, back at new
@@ -393,7 +368,7 @@ impl Controller {
     }
 
     fn keeps_unheard_masters(&self) -> bool {
-        self.is_leader()
+        self.group.is_leader()
             && self
                 .group
                 .leading_for()
@@ -470,7 +445,7 @@ impl Controller {
             id = key.broker_id,
             "broker inactive"
         );
-        if !self.is_leader() || self.shutdown.is_cancelled() {
+        if !self.group.is_leader() || self.shutdown.is_cancelled() {
             return;
         }
         let is_master = self
@@ -496,7 +471,7 @@ impl Controller {
                 unclean: self.elect_unclean(),
                 live: self.live_of(broker_name),
             };
-            match self.write(cmd).await {
+            match self.group.write(cmd).await {
                 Ok(reply) => {
                     self.after_election(broker_name, "its master went silent", &reply);
                     if reply.code == response::SUCCESS {
@@ -521,7 +496,7 @@ impl Controller {
     }
 
     fn settled_leader(&self) -> bool {
-        self.is_leader()
+        self.group.is_leader()
             && self
                 .group
                 .leading_for()

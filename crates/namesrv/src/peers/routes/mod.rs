@@ -529,12 +529,9 @@ impl PeerRoutes {
 
 /// The bytes `cmd` took on the wire: its header encoded again (small), and its body.
 fn frame_bytes(cmd: &RemotingCommand) -> u64 {
-    let body = cmd.body.as_ref().map_or(0, |b| b.len());
-    let mut head = cmd.clone();
-    head.body = None;
-    let mut buf = bytes::BytesMut::new();
-    rocketmq_wire::frame::encode_frame(&head, &mut buf);
-    (buf.len() + body) as u64
+    let mut head = bytes::BytesMut::new();
+    rocketmq_wire::frame::encode_frame_head(cmd, &mut head);
+    (head.len() + cmd.body.as_ref().map_or(0, |b| b.len())) as u64
 }
 
 fn answer_of(answer: RemotingCommand) -> Result<RemotingCommand, String> {
