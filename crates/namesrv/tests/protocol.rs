@@ -360,7 +360,9 @@ async fn large_answers_pipelined_with_small_ones_arrive_whole() {
         sent.extend(rocketmq_wire::frame::frame_bytes(&request));
     }
     let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
-    tokio::io::AsyncWriteExt::write_all(&mut stream, &sent).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, &sent)
+        .await
+        .unwrap();
     let mut answered = std::collections::BTreeSet::new();
     for _ in 0..12 {
         let payload = read_frame(&mut stream).await.expect("an answer");
