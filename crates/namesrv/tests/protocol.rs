@@ -350,8 +350,8 @@ async fn large_answers_pipelined_with_small_ones_arrive_whole() {
         .register_on(&server, &refs)
         .await;
     let mut sent = Vec::new();
-    for i in 0..12 {
-        let mut request = if i % 3 == 0 {
+    for i in 0..12usize {
+        let mut request = if i.is_multiple_of(3) {
             RemotingCommand::request(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         } else {
             route_request(&names[i * 100], 0)
@@ -370,7 +370,7 @@ async fn large_answers_pipelined_with_small_ones_arrive_whole() {
         let i = (answer.opaque - 1000) as usize;
         assert!(answered.insert(i), "answer {i} once");
         assert_eq!(answer.code, response::SUCCESS, "{:?}", answer.remark);
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             assert_eq!(topics(&answer).len(), names.len());
         } else {
             let route = String::from_utf8_lossy(answer.body.as_deref().unwrap()).to_string();
