@@ -158,8 +158,9 @@ struct Connection<'a, S> {
     in_place: Vec<bytes::Bytes>,
     off_reader: Arc<Semaphore>,
     /// Answers of requests served off the reader, each with the permit it was served under:
-    /// it is released only once the answer is in `out`, so a client that sends without
-    /// reading makes the server hold at most `OFF_READER_IN_FLIGHT` answers.
+    /// it is released only once the answer is in `out` (or `in_place`), which is written before
+    /// the next frame is read, so a client that sends without reading makes the server hold at
+    /// most `OFF_READER_IN_FLIGHT` answers.
     done: (mpsc::Sender<Answer>, mpsc::Receiver<Answer>),
 }
 
