@@ -22,12 +22,14 @@ done
 # Who creates and who deletes the user is what this checks.
 if getent passwd rocketmq >/dev/null; then fail "a rocketmq user exists here; not touching it"; fi
 
-# Incremental: reuses an up-to-date release build. cargo-deb reads the binaries from Cargo's
-# target directory (CARGO_TARGET_DIR included) and prints where it wrote the package.
-cargo build --release --locked -p rocketmq-controller -p namesrv -p namesrv-admin
-ctl_deb=$(cargo deb -p rocketmq-controller --no-build --strip | tail -n1)
+# Incremental: reuses an up-to-date build of DEB_PROFILE (default release; see test-deb.sh).
+# cargo-deb reads the binaries from Cargo's target directory (CARGO_TARGET_DIR included) and
+# prints where it wrote the package.
+profile=${DEB_PROFILE:-release}
+cargo build --profile "$profile" --locked -p rocketmq-controller -p namesrv -p namesrv-admin
+ctl_deb=$(cargo deb -p rocketmq-controller --no-build --profile "$profile" --strip | tail -n1)
 [ -f "$ctl_deb" ] || fail "cargo deb did not produce the mqcontroller package: $ctl_deb"
-ns_deb=$(cargo deb -p namesrv --no-build --strip | tail -n1)
+ns_deb=$(cargo deb -p namesrv --no-build --profile "$profile" --strip | tail -n1)
 [ -f "$ns_deb" ] || fail "cargo deb did not produce the mqnamesrv package: $ns_deb"
 log "built $ctl_deb and $ns_deb"
 

@@ -17,9 +17,12 @@ if dpkg-query -W -f='${Status}' mqnamesrv 2>/dev/null | grep -q 'installed'; the
     fail "mqnamesrv is already installed here; not touching it"
 fi
 
-# Incremental: reuses an up-to-date target/release build.
-cargo build --release --locked -p namesrv -p namesrv-admin
-deb=$(cargo deb -p namesrv --no-build --strip | tail -n1)
+# Incremental: reuses an up-to-date build of DEB_PROFILE (default release; the test command
+# packages the dev build it already has, as a release build takes minutes and changes nothing
+# this checks).
+profile=${DEB_PROFILE:-release}
+cargo build --profile "$profile" --locked -p namesrv -p namesrv-admin
+deb=$(cargo deb -p namesrv --no-build --profile "$profile" --strip | tail -n1)
 [ -f "$deb" ] || fail "cargo deb did not produce a package: $deb"
 echo "test-deb: built $deb"
 
