@@ -124,6 +124,8 @@ impl<S: Service> Serving<'_, S> {
             }
         }
         // Requests still served off the reader are answered before the connection closes.
+        // `in_place` is empty here: a push that fills it ends the frame loop before the next
+        // frame is read, and the write above empties it, so only `out` is left to write.
         let Connection {
             mut out,
             done: (tx, mut rx),
