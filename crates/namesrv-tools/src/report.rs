@@ -642,9 +642,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     writeln!(w, "# Benchmarks\n")?;
     writeln!(
         w,
-        "Written by `scripts/bench{}` on {} at commit `{}`; do not edit by hand. Every number is \
-         the median of the runs listed in the raw results (at least 3 per figure); load generator: \
-         `nsbench` (`crates/namesrv-tools`).\n",
+        "Written by `scripts/bench{}` on {} at commit `{}`; do not edit by hand. Each figure is \
+         measured on every server in turn before the next. Every number is the median of the \
+         runs listed in the raw results (at least 3 per figure); load generator: `nsbench`.\n",
         if meta.mode == "quick" { " --quick" } else { "" },
         meta.date,
         meta.commit
