@@ -193,31 +193,12 @@ header! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::tests::{fields, with};
     use crate::headers::{
         AddMemberRequestHeader, HeaderError, RemoveMemberRequestHeader, RequestHeader,
         ResponseHeader, TransferLeaderRequestHeader,
     };
-    use crate::ExtFields;
     use crate::RemotingCommand;
-
-    fn fields(cmd: &RemotingCommand) -> Vec<(&str, &str)> {
-        cmd.ext_fields
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect()
-    }
-
-    fn with(pairs: &[(&str, &str)]) -> RemotingCommand {
-        let ext: ExtFields = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        RemotingCommand {
-            ext_fields: Some(ext),
-            ..RemotingCommand::request(0)
-        }
-    }
 
     /// Writes the request header, checks the keys and texts Java peers read, and reads it back.
     fn request_as<'a, H>(header: &H, cmd: &'a RemotingCommand, expected: &[(&str, &str)])

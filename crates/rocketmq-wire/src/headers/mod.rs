@@ -385,7 +385,8 @@ mod tests {
         }};
     }
 
-    fn fields(cmd: &RemotingCommand) -> Vec<(&str, &str)> {
+    /// A command's extension fields as pairs (the controller's header tests use it too).
+    pub(super) fn fields(cmd: &RemotingCommand) -> Vec<(&str, &str)> {
         cmd.ext_fields
             .iter()
             .flatten()
@@ -393,7 +394,8 @@ mod tests {
             .collect()
     }
 
-    fn with(pairs: &[(&str, &str)]) -> RemotingCommand {
+    /// A request carrying these extension fields.
+    pub(super) fn with(pairs: &[(&str, &str)]) -> RemotingCommand {
         let ext: ExtFields = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
